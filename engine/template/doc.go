@@ -2,4 +2,46 @@
 // stages of an experiment (their commands, needs, GPUs, retries and
 // timeouts), a typed parameter schema and an objective. Validation errors
 // name the file, the line and what to fix.
+//
+// A template looks like this:
+//
+//	name: digits-mlp                 # letters, digits, . - _
+//	description: Classify 8x8 digits with a small MLP.
+//	version: "1.0"
+//	runtime: {kind: local}           # local | docker (docker needs image:)
+//	objective: {metric: val_acc, goal: max}   # goal: min | max; metric may be left out
+//	params:                          # in this order in the wizard
+//	  lr:        {type: float, default: 0.01, min: 0.00001, max: 1.0, log: true, help: Learning rate}
+//	  hidden:    {type: int, default: 64, min: 8, max: 1024}
+//	  optimizer: {type: choice, default: adam, choices: [adam, sgd]}
+//	  augment:   {type: bool, default: false}
+//	  note:      {type: string, default: ""}
+//	stages:
+//	  - name: train                  # lowercase, digits, - _ (a directory name)
+//	    needs: [preprocess]          # stages that must succeed first
+//	    command: [python3, "${code}/train.py", --lr, "${params.lr}"]   # argv, no shell
+//	    gpus: 1
+//	    gpu_memory: 2GiB             # per GPU; MiB, GiB, MB, GB, Mi, Gi...; a bare number is MiB
+//	    retries: 1
+//	    timeout: 30m
+//	    env: {OMP_NUM_THREADS: "2"}
+//
+// Parse checks everything it can without running anything: unknown fields
+// (a typo such as "need:" is reported with its line), names, the needs
+// graph (unknown stages, cycles), sizes and durations, the parameter schema
+// and its defaults, and every ${...} reference.
+//
+// Command arguments and env values may refer to ${params.NAME} and to the
+// EngineVars (${code}, ${run_dir}, ${stage_dir}, ${run_id}, ${stage},
+// ${seed}); the engine substitutes them with Expand, using
+// Values.ParamVars for the parameters. "$$" writes a literal "$".
+//
+// Parameter values travel as Values: float64, int64, bool or string per
+// parameter. Resolve reads CLI-style strings (--set lr=0.1), Validate
+// checks typed values from a UI, Normalize fills in defaults and converts
+// looser Go types, and JSON / ValuesFromJSON give the canonical params.json.
+//
+// YAML anchors, aliases and merge keys (<<: *defaults) are allowed.
+// Missing defaults: bool defaults to false, string to "", choice to its
+// first choice; float and int parameters must give one.
 package template

@@ -1,0 +1,147 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Main runs niuma with the given arguments: no arguments opens the window,
+// a subcommand drives the same engine headless. It returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return runWindow(stderr)
+	}
+	cmd, rest := args[0], args[1:]
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := &cli{out: stdout, err: stderr}
+	var err error
+	switch cmd {
+	case "run":
+		err = c.run(ctx, rest)
+	case "ls", "list":
+		err = c.ls(ctx, rest)
+	case "show":
+		err = c.show(ctx, rest)
+	case "logs":
+		err = c.logs(ctx, rest)
+	case "cancel":
+		err = c.cancel(ctx, rest)
+	case "templates":
+		err = c.templates(rest)
+	case "engine":
+		err = c.engineCmd(ctx, rest)
+	case "window", "gui":
+		return runWindow(stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "version", "--version":
+		fmt.Fprintln(stdout, "niuma", Version)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "niuma: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	var ex exitError
+	switch {
+	case errors.As(err, &ex):
+		if ex.msg != "" {
+			fmt.Fprintln(stderr, "niuma:", ex.msg)
+		}
+		return ex.code
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintln(stderr, "niuma:", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+// Version is the program's version, as in FyneApp.toml.
+const Version = "0.1.0"
+
+const usage = `niuma — the digital workhorse: runs ML experiments on this workstation.
+
+Usage:
+  niuma                         open the window
+  niuma run TEMPLATE [flags]    launch a run of a template (a bundled name, a
+                                folder under $NIUMA_HOME/templates, or a .yaml path)
+      --set NAME=VALUE          set a parameter (repeatable)
+      --executor local|docker   where stages run (default: the template's runtime)
+      --priority N              higher runs first (default 0)
+      --seed N                  the run's global seed (default: random, recorded)
+      --wait                    block until the run ends; exit non-zero unless it succeeded
+  niuma ls [--json] [-n N]      list runs, newest first
+  niuma show RUN [--json]       stages, attempts, exit codes and the last value of each metric
+  niuma logs RUN [STAGE] [--follow] [--attempt N]
+                                a stage's output (all stages when STAGE is omitted)
+  niuma cancel RUN              stop a run (SIGTERM, then SIGKILL after a grace period)
+  niuma templates               list the templates you can run
+  niuma engine [--until-idle]   drive queued and running runs in the foreground
+  niuma version
+
+RUN is a run ID or any unique prefix of one. Data lives in $NIUMA_HOME
+(default ~/.local/share/niuma).
+`
+
+// exitError ends a command with a given code and message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+// oneLine keeps the first line of an error, plus how many more there were,
+// so that a user reads a sentence, not a wall.
+func oneLine(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%s (and %d more problem(s); see above)", lines[0], len(lines)-1)
+}
+
+type cli struct {
+	out, err io.Writer
+}
+
+func (c *cli) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("niuma "+name, flag.ContinueOnError)
+	fs.SetOutput(c.err)
+	return fs
+}
+
+// parseInterspersed parses flags that may come after positional arguments
+// (`niuma show ID --json`), which the flag package alone does not allow.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

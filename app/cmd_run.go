@@ -1,0 +1,298 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"niuma/engine"
+)
+
+func (c *cli) run(ctx context.Context, args []string) error {
+	fs := c.flags("run")
+	var sets multiFlag
+	fs.Var(&sets, "set", "set a parameter: NAME=VALUE (repeatable)")
+	executorName := fs.String("executor", "", "local or docker (default: the template's runtime)")
+	priority := fs.Int("priority", 0, "higher runs first")
+	seed := fs.Int64("seed", 0, "the run's global seed (default: random)")
+	wait := fs.Bool("wait", false, "block until the run ends; exit non-zero unless it succeeded")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitError{code: 2}
+	}
+	if len(pos) != 1 {
+		return exitError{code: 2, msg: "run needs exactly one TEMPLATE (see `niuma templates`)"}
+	}
+	values := map[string]string{}
+	for _, s := range sets {
+		name, val, ok := strings.Cut(s, "=")
+		if !ok || name == "" {
+			return exitError{code: 2, msg: fmt.Sprintf("--set %s: write NAME=VALUE", s)}
+		}
+		values[name] = val
+	}
+	home, err := Home()
+	if err != nil {
+		return err
+	}
+	t, err := loadTemplate(home, pos[0])
+	if err != nil {
+		return err
+	}
+	vals, err := t.Resolve(values)
+	if err != nil {
+		return fmt.Errorf("--set: %w", err)
+	}
+
+	s, err := open(c.err)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ectx, stopEngine := context.WithCancel(context.Background())
+	defer stopEngine()
+	var engineDone <-chan struct{}
+	if *wait {
+		// Drive the run from this process when no other owns the data dir.
+		engineDone = s.drive(ectx)
+	}
+	info, err := s.engine.Submit(ctx, engine.RunSpec{Template: t, Values: vals, Seed: *seed, Priority: *priority, Executor: *executorName})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "run %s: %s %s, seed %d, executor %s\n", info.ID, t.Name, t.Version, info.Seed, info.Executor)
+	if !*wait {
+		c.ensureEngine(s.home)
+		fmt.Fprintf(c.out, "follow it with: niuma show %s   (or niuma logs %s --follow)\n", info.ID, info.ID)
+		return nil
+	}
+	final, werr := c.waitRun(ctx, s.engine, info.ID)
+	stopEngine()
+	<-engineDone
+	if err := s.handOver(c); err != nil {
+		fmt.Fprintln(c.err, "niuma:", err)
+	}
+	if werr != nil {
+		if errors.Is(werr, context.Canceled) {
+			return exitError{code: 130, msg: fmt.Sprintf("stopped waiting; run %s goes on in the background (niuma cancel %s stops it)", info.ID, info.ID)}
+		}
+		return werr
+	}
+	if final.State != engine.Succeeded {
+		msg := fmt.Sprintf("run %s %s", final.ID, final.State)
+		if final.Error != "" {
+			msg += ": " + final.Error
+		}
+		return exitError{code: 1, msg: msg}
+	}
+	return nil
+}
+
+// waitRun follows a run until it ends, printing each stage's changes and,
+// at most every few seconds, its latest metrics.
+func (c *cli) waitRun(ctx context.Context, eng *engine.Engine, id string) (engine.RunInfo, error) {
+	sub := eng.Subscribe(256)
+	defer sub.Close()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	seen := map[string]string{}
+	lastMetrics := map[string]time.Time{}
+	for {
+		info, err := eng.Run(ctx, id)
+		if err != nil {
+			return info, err
+		}
+		for _, st := range info.Stages {
+			line := string(st.State)
+			if st.Reason != "" {
+				line += ": " + st.Reason
+			}
+			if st.State == engine.Running && st.MaxAttempts > 1 {
+				line += fmt.Sprintf(" (attempt %d of %d)", st.Attempts, st.MaxAttempts)
+			}
+			if st.State.Done() && !st.StartedAt.IsZero() && !st.FinishedAt.IsZero() {
+				line += fmt.Sprintf(" in %s", st.FinishedAt.Sub(st.StartedAt).Round(100*time.Millisecond))
+			}
+			if seen[st.Name] != line {
+				seen[st.Name] = line
+				fmt.Fprintf(c.out, "  %-12s %s\n", st.Name, line)
+			}
+		}
+		if info.State.Done() {
+			fmt.Fprintf(c.out, "run %s %s in %s\n", info.ID, info.State, info.Elapsed(time.Now()).Round(100*time.Millisecond))
+			return info, nil
+		}
+		select {
+		case <-ctx.Done():
+			return info, ctx.Err()
+		case ev, ok := <-sub.C:
+			if ok && ev.Kind == engine.Metrics && ev.RunID == id && time.Since(lastMetrics[ev.Stage]) > 3*time.Second {
+				lastMetrics[ev.Stage] = time.Now()
+				fmt.Fprintf(c.out, "  %-12s %s\n", ev.Stage, formatPoints(ev.Points))
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+func formatPoints(pts []engine.Point) string {
+	if len(pts) == 0 {
+		return ""
+	}
+	sort.Slice(pts, func(i, j int) bool { return pts[i].Key < pts[j].Key })
+	parts := []string{fmt.Sprintf("step %d", pts[0].Step)}
+	for _, p := range pts {
+		parts = append(parts, fmt.Sprintf("%s=%s", p.Key, formatValue(p.Value)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func formatValue(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+// handOver starts a background engine when this process was driving runs
+// that have not finished, so that leaving `--wait` never strands them.
+func (s *stack) handOver(c *cli) error {
+	if engine.OwnerAlive(s.home) {
+		return nil
+	}
+	infos, err := s.engine.Runs(context.Background(), 0)
+	if err != nil {
+		return err
+	}
+	for _, r := range infos {
+		if !r.State.Done() {
+			c.ensureEngine(s.home)
+			return nil
+		}
+	}
+	return nil
+}
+
+// ensureEngine starts `niuma engine --until-idle` in the background when no
+// process owns the data directory, so queued runs start without a window.
+func (c *cli) ensureEngine(home string) {
+	if engine.OwnerAlive(home) {
+		return
+	}
+	pid, err := spawnEngine(home)
+	if err != nil {
+		fmt.Fprintf(c.err, "niuma: could not start the background engine (%v); run `niuma engine` to drive queued runs\n", err)
+		return
+	}
+	fmt.Fprintf(c.err, "niuma: started the background engine (pid %d, log %s)\n", pid, filepath.Join(home, "engine.log"))
+}
+
+func spawnEngine(home string) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	logf, err := os.OpenFile(filepath.Join(home, "engine.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(self, "engine", "--until-idle")
+	cmd.Env = append(os.Environ(), "NIUMA_HOME="+home)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	return pid, cmd.Process.Release()
+}
+
+func (c *cli) engineCmd(ctx context.Context, args []string) error {
+	fs := c.flags("engine")
+	untilIdle := fs.Bool("until-idle", false, "exit once no run is queued or running")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return exitError{code: 2}
+	}
+	s, err := open(c.err)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ectx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := s.drive(ectx)
+	if !s.engine.Owner() {
+		fmt.Fprintf(c.err, "niuma engine: waiting for the process that owns %s to exit\n", s.home)
+	}
+	select {
+	case <-s.engine.Ready():
+	case <-done:
+		return nil
+	}
+	fmt.Fprintf(c.err, "niuma engine: driving runs in %s (pid %d)\n", s.home, os.Getpid())
+	if !*untilIdle {
+		<-done
+		return nil
+	}
+	idleSince := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-tick.C:
+			if s.engine.Active() > 0 {
+				idleSince = time.Now()
+			} else if time.Since(idleSince) > 5*time.Second {
+				stop()
+				<-done
+				fmt.Fprintln(c.err, "niuma engine: no more runs; exiting")
+				return nil
+			}
+		}
+	}
+}
+
+func (c *cli) cancel(ctx context.Context, args []string) error {
+	fs := c.flags("cancel")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitError{code: 2}
+	}
+	if len(pos) == 0 {
+		return exitError{code: 2, msg: "cancel needs a RUN"}
+	}
+	s, err := open(c.err)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	for _, id := range pos {
+		if err := s.engine.Cancel(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, "cancelling %s\n", id)
+	}
+	c.ensureEngine(s.home)
+	return nil
+}
+
+func (c *cli) templates(args []string) error {
+	home, err := Home()
+	if err != nil {
+		return err
+	}
+	tw := newTable(c.out, "NAME", "VERSION", "SOURCE", "DESCRIPTION")
+	for _, t := range listTemplates(home) {
+		if t.Err != nil {
+			tw.row(t.Name, "-", t.Source, "INVALID: "+oneLine(t.Err))
+			continue
+		}
+		tw.row(t.Name, t.Version, t.Source, t.Description)
+	}
+	return tw.flush()
+}

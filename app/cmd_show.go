@@ -1,0 +1,365 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"niuma/engine"
+	"niuma/metrics"
+)
+
+type table struct{ w *tabwriter.Writer }
+
+func newTable(out io.Writer, cols ...string) *table {
+	t := &table{w: tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)}
+	t.row(cols...)
+	return t
+}
+
+func (t *table) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
+func (t *table) flush() error      { return t.w.Flush() }
+
+// number marshals a metric value; JSON has no NaN or Infinity, so those
+// become the strings "NaN", "+Inf" and "-Inf".
+type number float64
+
+func (n number) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	switch {
+	case math.IsNaN(f):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(f, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(f, -1):
+		return []byte(`"-Inf"`), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+}
+
+func (c *cli) ls(ctx context.Context, args []string) error {
+	fs := c.flags("ls")
+	asJSON := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("n", 0, "show at most N runs")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return exitError{code: 2}
+	}
+	s, err := open(c.err)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	runs, err := s.engine.Runs(ctx, *limit)
+	if err != nil {
+		return err
+	}
+	c.noteIdle(s, runs)
+	if *asJSON {
+		if runs == nil {
+			runs = []engine.RunInfo{}
+		}
+		return writeJSON(c.out, runs)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(c.out, "no runs yet: try `niuma run digits-mlp --wait`")
+		return nil
+	}
+	now := time.Now()
+	tw := newTable(c.out, "ID", "TEMPLATE", "STATE", "STAGES", "CREATED", "DURATION")
+	for _, r := range runs {
+		tw.row(r.ID, r.Template, string(r.State), stageChips(r.Stages), r.CreatedAt.Local().Format("Jan 02 15:04"), duration(r.Elapsed(now)))
+	}
+	return tw.flush()
+}
+
+// noteIdle warns when unfinished runs have no engine driving them, and
+// starts one: a user who sees "running" deserves it to be true.
+func (c *cli) noteIdle(s *stack, runs []engine.RunInfo) {
+	for _, r := range runs {
+		if !r.State.Done() {
+			c.ensureEngine(s.home)
+			return
+		}
+	}
+}
+
+// stageChips is a compact picture of a run's stages: one mark each.
+func stageChips(stages []engine.StageInfo) string {
+	var b strings.Builder
+	for _, s := range stages {
+		b.WriteString(chip(s.State))
+	}
+	return b.String()
+}
+
+func chip(s engine.State) string {
+	switch s {
+	case engine.Succeeded:
+		return "✓"
+	case engine.Running:
+		return "▶"
+	case engine.Failed:
+		return "✗"
+	case engine.Cancelled:
+		return "⊘"
+	default:
+		return "·"
+	}
+}
+
+func duration(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// showJSON is `niuma show --json`.
+type showJSON struct {
+	engine.RunInfo
+	Metrics []metricJSON `json:"metrics"`
+}
+
+type metricJSON struct {
+	Stage  string `json:"stage"`
+	Key    string `json:"key"`
+	Points int    `json:"points"`
+	Step   int64  `json:"last_step"`
+	Value  number `json:"last_value"`
+}
+
+func (c *cli) show(ctx context.Context, args []string) error {
+	fs := c.flags("show")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitError{code: 2}
+	}
+	if len(pos) != 1 {
+		return exitError{code: 2, msg: "show needs one RUN (an ID or a unique prefix; see `niuma ls`)"}
+	}
+	s, err := open(c.err)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	r, err := s.engine.Run(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	c.noteIdle(s, []engine.RunInfo{r})
+	last, err := s.engine.LastMetrics(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	var ms []metricJSON
+	for _, p := range last {
+		series, err := s.engine.Series(ctx, r.ID, p.Stage, p.Key)
+		if err != nil {
+			return err
+		}
+		ms = append(ms, metricJSON{Stage: p.Stage, Key: p.Key, Points: len(series), Step: p.Step, Value: number(p.Value)})
+	}
+	if *asJSON {
+		if ms == nil {
+			ms = []metricJSON{}
+		}
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms})
+	}
+	now := time.Now()
+	fmt.Fprintf(c.out, "run       %s\n", r.ID)
+	fmt.Fprintf(c.out, "template  %s %s (%s)\n", r.Template, r.TemplateVersion, r.TemplateSource)
+	fmt.Fprintf(c.out, "state     %s", r.State)
+	if r.Error != "" {
+		fmt.Fprintf(c.out, " — %s", r.Error)
+	}
+	fmt.Fprintln(c.out)
+	fmt.Fprintf(c.out, "params    %s\n", formatParams(r.Params))
+	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s\n", r.Seed, r.Priority, r.Executor)
+	fmt.Fprintf(c.out, "created   %s   duration %s\n", r.CreatedAt.Local().Format(time.DateTime), duration(r.Elapsed(now)))
+	fmt.Fprintf(c.out, "dir       %s\n\n", r.Dir)
+	tw := newTable(c.out, "STAGE", "STATE", "ATTEMPTS", "EXIT", "DURATION", "NOTE")
+	for _, st := range r.Stages {
+		exit := "-"
+		if st.ExitCode != nil {
+			exit = strconv.Itoa(*st.ExitCode)
+		}
+		d := time.Duration(0)
+		if !st.StartedAt.IsZero() {
+			end := st.FinishedAt
+			if end.IsZero() {
+				end = now
+			}
+			d = end.Sub(st.StartedAt)
+		}
+		tw.row(st.Name, string(st.State), fmt.Sprintf("%d/%d", st.Attempts, st.MaxAttempts), exit, duration(d), st.Reason)
+	}
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	if len(ms) > 0 {
+		fmt.Fprintln(c.out)
+		tw = newTable(c.out, "STAGE", "METRIC", "LAST", "STEP", "POINTS")
+		for _, m := range ms {
+			tw.row(m.Stage, m.Key, formatValue(float64(m.Value)), strconv.FormatInt(m.Step, 10), strconv.Itoa(m.Points))
+		}
+		return tw.flush()
+	}
+	return nil
+}
+
+func formatParams(p map[string]any) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, p[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (c *cli) logs(ctx context.Context, args []string) error {
+	fs := c.flags("logs")
+	follow := fs.Bool("follow", false, "keep printing new output until the stage ends")
+	fs.BoolVar(follow, "f", false, "short for --follow")
+	attempt := fs.Int("attempt", 0, "which attempt (default: the latest)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitError{code: 2}
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return exitError{code: 2, msg: "logs needs RUN and optionally a STAGE"}
+	}
+	s, err := open(c.err)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	r, err := s.engine.Run(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	stages := r.Stages
+	if len(pos) == 2 {
+		stages = nil
+		for _, st := range r.Stages {
+			if st.Name == pos[1] {
+				stages = append(stages, st)
+			}
+		}
+		if len(stages) == 0 {
+			names := make([]string, len(r.Stages))
+			for i, st := range r.Stages {
+				names[i] = st.Name
+			}
+			return fmt.Errorf("run %s has no stage %q (stages: %s)", r.ID, pos[1], strings.Join(names, ", "))
+		}
+	}
+	for _, st := range stages {
+		n := *attempt
+		if n == 0 {
+			n = st.Attempts
+		}
+		if n == 0 {
+			if len(stages) > 1 {
+				fmt.Fprintf(c.out, "── %s: not started ──\n", st.Name)
+			}
+			continue
+		}
+		if len(stages) > 1 {
+			fmt.Fprintf(c.out, "── %s (attempt %d) ──\n", st.Name, n)
+		}
+		stdout, stderr := engine.LogPaths(r, st.Name, n)
+		if !*follow {
+			for _, p := range []string{stdout, stderr} {
+				if err := copyFile(c.out, p); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := c.followStage(ctx, s.engine, r.ID, st.Name, n, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// followStage prints a stage's output as it is written until the attempt
+// ends (or the user interrupts).
+func (c *cli) followStage(ctx context.Context, eng *engine.Engine, runID, stage string, attempt int, paths ...string) error {
+	fctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var followers []*metrics.Follower
+	done := make(chan struct{}, len(paths))
+	lines := make(chan string, 1024)
+	for _, p := range paths {
+		f := &metrics.Follower{Path: p, OnLine: func(line []byte, _ int64) { lines <- string(line) }}
+		followers = append(followers, f)
+		go func() { _ = f.Run(fctx); done <- struct{}{} }()
+	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	finished := 0
+	for finished < len(paths) {
+		select {
+		case l := <-lines:
+			fmt.Fprintln(c.out, l)
+		case <-done:
+			finished++
+		case <-tick.C:
+			r, err := eng.Run(ctx, runID)
+			if err != nil {
+				return err
+			}
+			for _, st := range r.Stages {
+				if st.Name == stage && (st.Attempts != attempt || st.State != engine.Running) {
+					for _, f := range followers {
+						go f.Stop() // Stop drains into lines, which this loop empties
+					}
+				}
+			}
+		}
+	}
+	for {
+		select {
+		case l := <-lines:
+			fmt.Fprintln(c.out, l)
+		default:
+			return nil
+		}
+	}
+}
+
+func copyFile(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}

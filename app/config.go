@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"niuma/engine"
+	"niuma/engine/executor"
+	"niuma/engine/executor/local"
+	"niuma/gpumon"
+	"niuma/storage"
+)
+
+// Home is the data directory: $NIUMA_HOME, else $XDG_DATA_HOME/niuma, else
+// ~/.local/share/niuma. It holds niuma.db and runs/<run-id>/.
+func Home() (string, error) {
+	if h := os.Getenv("NIUMA_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "niuma"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errors.New("cannot find a data directory: set NIUMA_HOME")
+	}
+	return filepath.Join(home, ".local", "share", "niuma"), nil
+}
+
+// stack is everything a command needs, opened once.
+type stack struct {
+	home   string
+	store  *storage.DB
+	engine *engine.Engine
+}
+
+// open opens the data directory, its database and an engine over them.
+// The engine's loop is not started: commands that drive runs call its Run.
+func open(logOut io.Writer) (*stack, error) {
+	home, err := Home()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(home, "runs"), 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w", home, err)
+	}
+	db, err := storage.Open(filepath.Join(home, "niuma.db"))
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if os.Getenv("NIUMA_DEBUG") != "" {
+		logger = slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	eng, err := engine.New(engine.Options{
+		Home:      home,
+		Store:     db,
+		Executors: []executor.Executor{local.New()},
+		GPUs:      gpumon.Absent{Reason: "GPU telemetry (NVML) is not wired in yet"},
+		Logger:    logger,
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &stack{home: home, store: db, engine: eng}, nil
+}
+
+func (s *stack) close() { s.store.Close() }
+
+// drive runs the engine loop until ctx ends; done is closed when it has
+// stopped (attempts keep running; metrics are flushed).
+func (s *stack) drive(ctx context.Context) (done <-chan struct{}) {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		if err := s.engine.Drive(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			slog.Error("engine stopped", "err", err)
+		}
+	}()
+	return ch
+}

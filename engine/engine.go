@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"niuma/engine/executor"
+	"niuma/gpumon"
+	"niuma/metrics"
+	"niuma/storage"
+)
+
+// Options configure an Engine. Home and Store are required.
+type Options struct {
+	Home      string       // the data directory: runs/<id>/ and the owner lock live here
+	Store     *storage.DB  // the source of truth
+	Executors []executor.Executor
+	GPUs      gpumon.Source // nil: a machine without GPUs
+
+	// Backoff is the wait before attempt n+1 after n failed attempts.
+	// Default: 2s, doubling, at most one minute.
+	Backoff func(failures int) time.Duration
+	// StopGrace is how long a cancelled attempt has between SIGTERM and
+	// SIGKILL. Default 10s.
+	StopGrace time.Duration
+	// PollInterval is how often the engine looks in storage for work that
+	// other processes submitted or cancelled. Default 1s.
+	PollInterval time.Duration
+	Logger       *slog.Logger
+}
+
+// Engine runs experiments. Create it with New, then call Drive in a goroutine
+// to make this process the owner of the data directory when it can; every
+// other method works whether or not this process is the owner.
+type Engine struct {
+	opts    Options
+	store   *storage.DB
+	execs   map[string]executor.Executor
+	log     *slog.Logger
+	events  broker
+	wake    chan struct{}
+	results chan result
+	owner   atomic.Bool
+	active  atomic.Int64
+	ready   chan struct{} // closed once this process owns the data dir and has loaded its work
+	writer  *metrics.Writer
+	wg      sync.WaitGroup // attempt goroutines
+
+	// Owned by the loop goroutine.
+	runs map[string]*liveRun
+}
+
+// New returns an engine over a data directory.
+func New(opts Options) (*Engine, error) {
+	if opts.Home == "" || opts.Store == nil {
+		return nil, errors.New("engine: Home and Store are required")
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 10 * time.Second
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.GPUs == nil {
+		opts.GPUs = gpumon.Absent{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	e := &Engine{
+		opts:    opts,
+		store:   opts.Store,
+		execs:   map[string]executor.Executor{},
+		log:     opts.Logger,
+		wake:    make(chan struct{}, 1),
+		results: make(chan result, 64),
+		ready:   make(chan struct{}),
+		runs:    map[string]*liveRun{},
+	}
+	for _, x := range opts.Executors {
+		e.execs[x.Name()] = x
+	}
+	return e, nil
+}
+
+// DefaultBackoff waits 2s after the first failure, doubling, at most 1 min.
+func DefaultBackoff(failures int) time.Duration {
+	d := 2 * time.Second
+	for i := 1; i < failures && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+// Home is the data directory.
+func (e *Engine) Home() string { return e.opts.Home }
+
+// Owner reports whether this process runs the reconciler.
+func (e *Engine) Owner() bool { return e.owner.Load() }
+
+// Ready is closed once this process owns the data directory and has loaded
+// the work it found there.
+func (e *Engine) Ready() <-chan struct{} { return e.ready }
+
+// Active is the number of unfinished runs the owner is driving (0 when this
+// process is not the owner).
+func (e *Engine) Active() int { return int(e.active.Load()) }
+
+// Executors lists the names of the available executors.
+func (e *Engine) Executors() []string { return sortedKeys(e.execs) }
+
+// Subscribe follows the engine's events. Close the subscription when done.
+func (e *Engine) Subscribe(buf int) *Subscription { return e.events.subscribe(buf) }
+
+// GPUs returns the current GPU snapshot.
+func (e *Engine) GPUs(ctx context.Context) (gpumon.Snapshot, error) { return e.opts.GPUs.Snapshot(ctx) }
+
+func lockPath(home string) string { return filepath.Join(home, "engine.lock") }
+
+func (e *Engine) nudge() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Submit validates a run spec and writes the run and its stages to storage.
+// Nothing is written when the spec is invalid. The owner starts it.
+func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
+	t := spec.Template
+	if t == nil {
+		return RunInfo{}, errors.New("submit: no template")
+	}
+	values := spec.Values
+	if values == nil {
+		values = t.Defaults()
+	}
+	if err := t.Validate(values); err != nil {
+		return RunInfo{}, err
+	}
+	exName := spec.Executor
+	if exName == "" {
+		exName = t.Runtime.Kind
+	}
+	if _, ok := e.execs[exName]; !ok {
+		return RunInfo{}, fmt.Errorf("executor %q is not available here (available: %s)", exName, strings.Join(e.Executors(), ", "))
+	}
+	for _, st := range t.Stages {
+		if _, err := expandArgv(st.Command, vars("x", "/x", st.Name, t.Dir, 1, values)); err != nil {
+			return RunInfo{}, fmt.Errorf("stage %s: %w", st.Name, err)
+		}
+	}
+	params, err := values.JSON()
+	if err != nil {
+		return RunInfo{}, fmt.Errorf("encode parameters: %w", err)
+	}
+	seed := spec.Seed
+	if seed == 0 {
+		seed = newSeed()
+	}
+	now := time.Now()
+	id := newRunID(now)
+	dir := filepath.Join(e.opts.Home, "runs", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return RunInfo{}, fmt.Errorf("create run dir: %w", err)
+	}
+	if err := writeRunFiles(dir, params, t.YAML); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, err
+	}
+	run := storage.Run{
+		ID: id, Template: t.Name, TemplateVersion: t.Version, TemplateSource: t.Source,
+		TemplateYAML: string(t.YAML), CodeDir: t.Dir, Params: string(params), Seed: seed,
+		Priority: spec.Priority, Executor: exName, State: storage.RunQueued, Dir: dir, CreatedAt: now,
+	}
+	var stages []storage.Stage
+	for i, name := range t.Order() {
+		st, _ := t.Stage(name)
+		s := storage.Stage{
+			RunID: id, Name: name, Position: i, Needs: st.Needs, GPUs: st.GPUs, GPUMemoryMiB: st.GPUMemoryMiB,
+			Retries: st.Retries, TimeoutSec: int64(st.Timeout / time.Second), State: storage.StageQueued,
+		}
+		if len(st.Needs) > 0 {
+			s.Reason = "waiting for " + strings.Join(st.Needs, ", ")
+		}
+		stages = append(stages, s)
+	}
+	if err := e.store.CreateRun(ctx, run, stages); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, fmt.Errorf("save run: %w", err)
+	}
+	e.events.publish(Event{Kind: RunSubmitted, RunID: id, State: Queued})
+	e.nudge()
+	return runInfo(run, paramMap(params), stages, nil), nil
+}
+
+func writeRunFiles(dir string, params, tmpl []byte) error {
+	if err := os.WriteFile(filepath.Join(dir, "params.json"), append(params, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write params.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "template.yaml"), tmpl, 0o644); err != nil {
+		return fmt.Errorf("write template snapshot: %w", err)
+	}
+	return nil
+}
+
+func paramMap(js []byte) map[string]any {
+	m := map[string]any{}
+	_ = json.Unmarshal(js, &m)
+	return m
+}
+
+// Cancel asks for a run to be cancelled: queued stages never start, running
+// ones get SIGTERM and, after the grace period, SIGKILL. The request goes
+// through storage, so it works from any process.
+func (e *Engine) Cancel(ctx context.Context, idOrPrefix string) error {
+	info, err := e.Run(ctx, idOrPrefix)
+	if err != nil {
+		return err
+	}
+	if info.State.Done() {
+		return fmt.Errorf("run %s has already %s", info.ID, info.State)
+	}
+	if err := e.store.RequestCancel(ctx, info.ID); err != nil {
+		return err
+	}
+	e.nudge()
+	return nil
+}
+
+// ResolveID turns a run ID or a unique prefix of one into the full ID.
+func (e *Engine) ResolveID(ctx context.Context, idOrPrefix string) (string, error) {
+	id, err := e.store.ResolveRunID(ctx, idOrPrefix)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return "", fmt.Errorf("no run %q: `niuma ls` lists the runs", idOrPrefix)
+	case err != nil:
+		return "", err
+	}
+	return id, nil
+}
+
+// Run returns one run, by ID or unique prefix, with its stages and attempts.
+func (e *Engine) Run(ctx context.Context, idOrPrefix string) (RunInfo, error) {
+	id, err := e.ResolveID(ctx, idOrPrefix)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	r, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	stages, err := e.store.Stages(ctx, id)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	attempts, err := e.store.Attempts(ctx, id)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return runInfo(r, paramMap([]byte(r.Params)), stages, attempts), nil
+}
+
+// Runs lists runs, newest first; limit 0 means all.
+func (e *Engine) Runs(ctx context.Context, limit int) ([]RunInfo, error) {
+	rs, err := e.store.ListRuns(ctx, storage.RunFilter{Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunInfo, 0, len(rs))
+	for _, r := range rs {
+		stages, err := e.store.Stages(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runInfo(r, paramMap([]byte(r.Params)), stages, nil))
+	}
+	return out, nil
+}
+
+// LastMetrics returns the latest value of every metric of a run, per stage.
+func (e *Engine) LastMetrics(ctx context.Context, runID string) ([]Point, error) {
+	pts, err := e.store.LastMetrics(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Point, len(pts))
+	for i, p := range pts {
+		out[i] = pointFrom(p)
+	}
+	return out, nil
+}
+
+// Series returns one metric of one stage of a run, by step, from the latest
+// attempt that reported it.
+func (e *Engine) Series(ctx context.Context, runID, stage, key string) ([]Point, error) {
+	pts, err := e.store.MetricSeries(ctx, runID, stage, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Point, len(pts))
+	for i, p := range pts {
+		out[i] = pointFrom(p)
+	}
+	return out, nil
+}
+
+// MetricCount is the number of metric points stored for a run.
+func (e *Engine) MetricCount(ctx context.Context, runID string) (int, error) {
+	return e.store.CountMetricPoints(ctx, runID)
+}
+
+// LogPaths returns the stdout and stderr files of one attempt of a stage.
+func LogPaths(run RunInfo, stage string, attempt int) (stdout, stderr string) {
+	return stageLogPaths(run.Dir, stage, attempt)
+}
+
+// sortRuns orders live runs for the reconciler: higher priority first, then
+// older first.
+func sortRuns(runs map[string]*liveRun) []*liveRun {
+	out := make([]*liveRun, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].run, out[j].run
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		return a.ID < b.ID
+	})
+	return out
+}

@@ -1,0 +1,233 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"niuma/engine/executor"
+)
+
+// pollInterval is how often an adopted process (one this process did not
+// start, so cannot wait for) is checked for life.
+const pollInterval = 250 * time.Millisecond
+
+// groupPollInterval is how often Stop checks whether processes a finished
+// command left in its group are gone.
+const groupPollInterval = 50 * time.Millisecond
+
+// handle is one running local attempt.
+type handle struct {
+	ref     ref
+	adopted bool
+	done    chan struct{}
+	exit    executor.Exit // set before done is closed
+}
+
+func (h *handle) Ref() string {
+	b, _ := json.Marshal(h.ref)
+	return string(b)
+}
+
+func (h *handle) Wait(ctx context.Context) (executor.Exit, error) {
+	select {
+	case <-h.done:
+		return h.exit, nil
+	case <-ctx.Done():
+		return executor.Exit{}, ctx.Err()
+	}
+}
+
+// Stop signals the whole process group, the shim and the command and
+// whatever it started, as a terminal signals a job: the command gets
+// SIGTERM once, straight from the kernel. SIGKILL after grace ends whatever
+// is still alive, including processes the command left behind when it
+// exited itself.
+func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
+	select {
+	case <-h.done:
+		// Ended before Stop: leave the group alone, its id may have been
+		// reused by now.
+		return nil
+	default:
+	}
+	pgid := h.ref.PID
+	if pgid <= 1 {
+		return fmt.Errorf("refusing to signal process group %d", pgid)
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	done := h.done
+	var tick <-chan time.Time
+	for {
+		select {
+		case <-done:
+			// The command ended. What it left in the group had the
+			// same SIGTERM and gets the rest of grace to go too. (A
+			// group id is not reused while any process is in it.)
+			if !groupAlive(pgid) {
+				return nil
+			}
+			done = nil
+			tk := time.NewTicker(groupPollInterval)
+			defer tk.Stop()
+			tick = tk.C
+		case <-tick:
+			if !groupAlive(pgid) {
+				return nil
+			}
+		case <-t.C:
+			err := syscall.Kill(-pgid, syscall.SIGKILL)
+			if errors.Is(err, syscall.ESRCH) {
+				return nil
+			}
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// groupAlive reports whether any live process is still in the process
+// group. Zombies do not count: an orphan's zombie stays until init reaps
+// it, and some container inits never do.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no telling: let grace run out
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := processStat(pid); ok && st.pgid == pgid && st.running() {
+			return true
+		}
+	}
+	return false
+}
+
+// poll watches an adopted process until it is gone, then reads the exit
+// status the shim recorded.
+func (h *handle) poll() {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for range t.C {
+		if h.ref.alive() {
+			continue
+		}
+		ex, ok := readExitFile(h.ref.ExitFile)
+		if !ok {
+			ex = executor.Exit{Code: -1, Lost: true, Reason: "the process ended while Niuma was away and left no exit status (killed by a signal?)"}
+		}
+		h.exit = ex
+		close(h.done)
+		return
+	}
+}
+
+// alive reports whether the recorded process still runs and is the same
+// process (not a newer one that reused the PID).
+func (r ref) alive() bool {
+	if err := syscall.Kill(r.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	st, ok := processStat(r.PID)
+	// Without a recorded start time there is no telling the process from
+	// one that reused its PID; a ref from Start always has one.
+	return ok && st.running() && r.StartTime != 0 && st.startTime == r.StartTime
+}
+
+func processStartTime(pid int) (uint64, bool) {
+	st, ok := processStat(pid)
+	return st.startTime, ok
+}
+
+// procStat is what Niuma reads from /proc/PID/stat.
+type procStat struct {
+	state     string // field 3: R, S, D, Z (zombie), X (dead), ...
+	pgid      int    // field 5
+	startTime uint64 // field 22, in clock ticks since boot
+}
+
+func (s procStat) running() bool { return s.state != "Z" && s.state != "X" }
+
+// processStat reads /proc/PID/stat. The command name (field 2) may hold
+// spaces and parentheses, so fields are counted from the last ')'.
+func processStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return procStat{}, false
+	}
+	pgid, _ := strconv.Atoi(f[2])
+	st, _ := strconv.ParseUint(f[19], 10, 64)
+	return procStat{state: f[0], pgid: pgid, startTime: st}, true
+}
+
+func readExitFile(path string) (executor.Exit, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return executor.Exit{}, false
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return executor.Exit{}, false
+	}
+	return exitFromCode(code), true
+}
+
+// exitFromCode interprets a shell-style status: above 128 means the command
+// died of signal (code-128).
+func exitFromCode(code int) executor.Exit {
+	ex := executor.Exit{Code: code}
+	if code > 128 && code < 128+65 {
+		sig := syscall.Signal(code - 128)
+		ex.Reason = "exited with code " + strconv.Itoa(code) + " (" + sig.String() + ")"
+	}
+	return ex
+}
+
+// exitFromWait turns the shim's wait status into an Exit. When the shim
+// itself was killed (SIGKILL after the grace period) there is no exit file.
+func exitFromWait(ps *os.ProcessState, waitErr error, exitFile string) executor.Exit {
+	if ex, ok := readExitFile(exitFile); ok {
+		return ex
+	}
+	if ps == nil {
+		return executor.Exit{Code: -1, Lost: true, Reason: "could not wait for the process: " + waitErr.Error()}
+	}
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) || waitErr == nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return executor.Exit{Code: -1, Signal: ws.Signal().String()}
+		}
+		return exitFromCode(ps.ExitCode())
+	}
+	return executor.Exit{Code: -1, Lost: true, Reason: waitErr.Error()}
+}

@@ -1,0 +1,553 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"niuma/engine/executor"
+	"niuma/engine/template"
+	"niuma/metrics"
+	"niuma/shepherd"
+	"niuma/storage"
+)
+
+// liveRun is the loop's view of one unfinished run.
+type liveRun struct {
+	run    storage.Run
+	tmpl   *template.Template
+	values template.Values
+	stages []*liveStage // in topological order
+}
+
+// liveStage is the loop's view of one stage.
+type liveStage struct {
+	st      storage.Stage
+	attempt storage.Attempt   // the current or last attempt
+	handle  executor.Handle   // set while an attempt runs and has started
+	gpus    []executor.GPU    // held while running
+	stop    bool              // a stop was requested for the current attempt
+}
+
+func (lr *liveRun) stage(name string) *liveStage {
+	for _, s := range lr.stages {
+		if s.st.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// result is what an attempt goroutine reports to the loop.
+type result struct {
+	runID    string
+	stage    string
+	attempt  int
+	handle   executor.Handle // set when the attempt has started
+	finished bool
+	exit     executor.Exit
+}
+
+// Drive makes this process the owner of the data directory as soon as no
+// other process is, and then drives every unfinished run until ctx ends.
+// Attempts that are running when ctx ends keep running; the next owner
+// adopts them.
+func (e *Engine) Drive(ctx context.Context) error {
+	lock, err := e.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	e.owner.Store(true)
+	defer e.owner.Store(false)
+
+	e.writer = metrics.NewWriter(e.store, metrics.WriterOptions{})
+	defer func() {
+		e.wg.Wait()
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.writer.Close(cctx); err != nil {
+			e.log.Warn("metrics writer did not close cleanly", "err", err)
+		}
+	}()
+
+	e.sync(ctx)
+	close(e.ready)
+	tick := time.NewTicker(e.opts.PollInterval)
+	defer tick.Stop()
+	for {
+		e.reconcile(ctx)
+		e.active.Store(int64(len(e.runs)))
+		select {
+		case <-ctx.Done():
+			return nil
+		case r := <-e.results:
+			e.handle(ctx, r)
+		case <-e.wake:
+			e.sync(ctx)
+		case <-tick.C:
+			e.sync(ctx)
+		}
+	}
+}
+
+// acquire waits until this process holds the owner lock.
+func (e *Engine) acquire(ctx context.Context) (*ownerLock, error) {
+	for {
+		l, err := tryLock(lockPath(e.opts.Home))
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, errLocked) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(e.opts.PollInterval):
+		}
+	}
+}
+
+// sync loads unfinished runs that are not yet in memory (submitted by this
+// or another process, or left by an earlier owner) and picks up cancel
+// requests.
+func (e *Engine) sync(ctx context.Context) {
+	runs, err := e.store.ListRuns(ctx, storage.RunFilter{States: []storage.RunState{storage.RunQueued, storage.RunRunning}})
+	if err != nil {
+		e.log.Error("list unfinished runs", "err", err)
+		return
+	}
+	for _, r := range runs {
+		lr, ok := e.runs[r.ID]
+		if !ok {
+			lr, err = e.load(ctx, r)
+			if err != nil {
+				e.failRun(ctx, r, err.Error())
+				continue
+			}
+			e.runs[r.ID] = lr
+			e.events.publish(Event{Kind: RunChanged, RunID: r.ID, State: State(r.State)})
+			if r.CancelRequested {
+				e.cancel(ctx, lr)
+			}
+			continue
+		}
+		if r.CancelRequested && !lr.run.CancelRequested {
+			e.cancel(ctx, lr)
+		}
+	}
+}
+
+// load rebuilds the loop's view of a run from storage, re-attaching to
+// attempts that an earlier process left running.
+func (e *Engine) load(ctx context.Context, r storage.Run) (*liveRun, error) {
+	t, err := template.Parse(r.TemplateSource, []byte(r.TemplateYAML))
+	if err != nil {
+		return nil, fmt.Errorf("the run's template no longer parses: %w", err)
+	}
+	t.Dir = r.CodeDir
+	values, err := template.ValuesFromJSON(t, []byte(r.Params))
+	if err != nil {
+		return nil, fmt.Errorf("the run's parameters no longer fit its template: %w", err)
+	}
+	stages, err := e.store.Stages(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	attempts, err := e.store.Attempts(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	lr := &liveRun{run: r, tmpl: t, values: values}
+	for _, st := range stages {
+		ls := &liveStage{st: st}
+		for _, a := range attempts {
+			if a.Stage == st.Name && a.Number == st.Attempts {
+				ls.attempt = a
+			}
+		}
+		lr.stages = append(lr.stages, ls)
+	}
+	for _, ls := range lr.stages {
+		if ls.st.State == storage.StageRunning {
+			e.adopt(ctx, lr, ls)
+		}
+	}
+	return lr, nil
+}
+
+// adopt re-attaches to an attempt recorded as running by an earlier
+// process. One that is gone is finished as lost, and retried if it may be.
+func (e *Engine) adopt(ctx context.Context, lr *liveRun, ls *liveStage) {
+	lost := func(why string) {
+		e.log.Info("attempt lost", "run", lr.run.ID, "stage", ls.st.Name, "attempt", ls.st.Attempts, "why", why)
+		e.finish(ctx, lr, ls, executor.Exit{Code: -1, Lost: true, Reason: why})
+	}
+	a := ls.attempt
+	x, ok := e.execs[a.Executor]
+	switch {
+	case a.Number == 0:
+		lost("no attempt was recorded for the running stage")
+		return
+	case !ok:
+		lost(fmt.Sprintf("its executor %q is not available in this process", a.Executor))
+		return
+	case a.Handle == "":
+		lost("Niuma stopped while the attempt was starting")
+		return
+	}
+	job := e.job(lr, ls, ls.gpusFromAttempt())
+	h, err := x.Recover(ctx, job, a.Handle)
+	if errors.Is(err, executor.ErrGone) {
+		lost("the process was gone when Niuma restarted")
+		return
+	}
+	if err != nil {
+		lost("could not re-attach: " + err.Error())
+		return
+	}
+	ls.handle = h
+	ls.gpus = job.GPUs
+	skip, err := e.store.MaxSteps(ctx, lr.run.ID, ls.st.Name, a.Number)
+	if err != nil {
+		e.log.Warn("read stored steps", "err", err)
+	}
+	e.log.Info("adopted attempt", "run", lr.run.ID, "stage", ls.st.Name, "attempt", a.Number)
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.watch(ctx, h, job, ls.st.TimeoutSec, skip, time.Since(a.StartedAt))
+	}()
+}
+
+func (ls *liveStage) gpusFromAttempt() []executor.GPU {
+	var gpus []executor.GPU
+	for i, u := range ls.attempt.GPUs {
+		gpus = append(gpus, executor.GPU{Index: i, UUID: u})
+	}
+	return gpus
+}
+
+// reconcile starts what may start, skips what can no longer run, and
+// closes runs whose stages are all done.
+func (e *Engine) reconcile(ctx context.Context) {
+	now := time.Now()
+	var inv *shepherd.Inventory
+	for _, lr := range sortRuns(e.runs) {
+		for _, ls := range lr.stages {
+			if ls.st.State != storage.StageQueued || lr.run.CancelRequested {
+				continue
+			}
+			ready, blocked := needsMet(lr, ls)
+			if blocked != "" {
+				ls.st.State = storage.StageCancelled
+				ls.st.Reason = blocked
+				ls.st.FinishedAt = now
+				e.saveStage(ctx, lr, ls)
+				continue
+			}
+			if !ready || now.Before(ls.st.NextAttemptAt) {
+				continue
+			}
+			if inv == nil {
+				i := e.inventory(ctx)
+				inv = &i
+			}
+			d := shepherd.FirstFit(*inv, shepherd.Request{GPUs: ls.st.GPUs, MemPerGPUMiB: ls.st.GPUMemoryMiB, Priority: lr.run.Priority})
+			if !d.Placed() {
+				if ls.st.Reason != d.Wait {
+					ls.st.Reason = d.Wait
+					e.saveStage(ctx, lr, ls)
+				}
+				continue
+			}
+			gpus := make([]executor.GPU, len(d.GPUs))
+			for i, g := range d.GPUs {
+				gpus[i] = executor.GPU{Index: g.Index, UUID: g.UUID}
+				reserve(inv, g.UUID, ls.st.GPUMemoryMiB)
+			}
+			e.start(ctx, lr, ls, gpus)
+		}
+		e.complete(ctx, lr)
+	}
+}
+
+// needsMet says whether a stage's needs have all succeeded, or why it can
+// never run.
+func needsMet(lr *liveRun, ls *liveStage) (ready bool, blocked string) {
+	ready = true
+	for _, n := range ls.st.Needs {
+		dep := lr.stage(n)
+		if dep == nil {
+			return false, fmt.Sprintf("skipped: stage %s does not exist", n)
+		}
+		switch dep.st.State {
+		case storage.StageSucceeded:
+		case storage.StageFailed:
+			return false, fmt.Sprintf("skipped: stage %s failed", n)
+		case storage.StageCancelled:
+			return false, fmt.Sprintf("skipped: stage %s was cancelled", n)
+		default:
+			ready = false
+		}
+	}
+	return ready, ""
+}
+
+// inventory is the GPU snapshot less what running stages have been given.
+func (e *Engine) inventory(ctx context.Context) shepherd.Inventory {
+	snap, err := e.opts.GPUs.Snapshot(ctx)
+	if err != nil {
+		return shepherd.Inventory{Reason: "GPU telemetry failed: " + err.Error()}
+	}
+	inv := shepherd.Inventory{Reason: snap.Reason}
+	for _, g := range snap.GPUs {
+		inv.GPUs = append(inv.GPUs, shepherd.GPU{Index: g.Index, UUID: g.UUID, FreeMiB: g.MemTotalMiB - g.MemUsedMiB, Healthy: g.Healthy})
+	}
+	for _, lr := range e.runs {
+		for _, ls := range lr.stages {
+			for _, g := range ls.gpus {
+				reserve(&inv, g.UUID, ls.st.GPUMemoryMiB)
+			}
+		}
+	}
+	return inv
+}
+
+func reserve(inv *shepherd.Inventory, uuid string, mib int64) {
+	for i := range inv.GPUs {
+		if inv.GPUs[i].UUID == uuid {
+			inv.GPUs[i].FreeMiB -= mib
+		}
+	}
+}
+
+// start records a new attempt and launches it.
+func (e *Engine) start(ctx context.Context, lr *liveRun, ls *liveStage, gpus []executor.GPU) {
+	now := time.Now()
+	ls.st.Attempts++
+	ls.st.State = storage.StageRunning
+	ls.st.Reason = ""
+	if ls.st.StartedAt.IsZero() {
+		ls.st.StartedAt = now
+	}
+	ls.handle, ls.stop, ls.gpus = nil, false, gpus
+	uuids := make([]string, len(gpus))
+	for i, g := range gpus {
+		uuids[i] = g.UUID
+	}
+	ls.attempt = storage.Attempt{
+		RunID: lr.run.ID, Stage: ls.st.Name, Number: ls.st.Attempts, State: "running",
+		Executor: lr.run.Executor, GPUs: uuids, StartedAt: now,
+	}
+	if err := e.store.CreateAttempt(ctx, ls.attempt); err != nil {
+		e.log.Error("record attempt", "run", lr.run.ID, "stage", ls.st.Name, "err", err)
+	}
+	e.saveStage(ctx, lr, ls)
+	if lr.run.State == storage.RunQueued {
+		lr.run.State = storage.RunRunning
+		lr.run.StartedAt = now
+		e.saveRun(ctx, lr)
+	}
+	job := e.job(lr, ls, gpus)
+	x := e.execs[lr.run.Executor]
+	timeout := ls.st.TimeoutSec
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.launch(ctx, x, job, timeout)
+	}()
+}
+
+// job assembles what the executor needs for the stage's current attempt.
+func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.Job {
+	name := ls.st.Name
+	r := lr.run
+	stdout, stderr := stageLogPaths(r.Dir, name, ls.st.Attempts)
+	job := executor.Job{
+		RunID: r.ID, Stage: name, Attempt: ls.st.Attempts,
+		RunDir: r.Dir, StageDir: stdoutDir(stdout), GPUs: gpus,
+		Image: lr.tmpl.Runtime.Image, StdoutPath: stdout, StderrPath: stderr,
+	}
+	st, _ := lr.tmpl.Stage(name)
+	job.Env = contractEnv(r.ID, r.Dir, name, ls.st.Attempts, r.Seed, lr.values, st.Env)
+	argv, err := expandArgv(st.Command, vars(r.ID, r.Dir, name, lr.tmpl.Dir, r.Seed, lr.values))
+	if err == nil {
+		job.Argv = argv
+	}
+	return job
+}
+
+func stdoutDir(p string) string { return p[:strings.LastIndexByte(p, '/')] }
+
+// handle applies what an attempt goroutine reported.
+func (e *Engine) handle(ctx context.Context, r result) {
+	lr := e.runs[r.runID]
+	if lr == nil {
+		return
+	}
+	ls := lr.stage(r.stage)
+	if ls == nil || ls.st.Attempts != r.attempt || ls.st.State != storage.StageRunning {
+		return
+	}
+	if !r.finished {
+		ls.handle = r.handle
+		ls.attempt.Handle = r.handle.Ref()
+		if err := e.store.UpdateAttempt(ctx, ls.attempt); err != nil {
+			e.log.Error("record attempt handle", "err", err)
+		}
+		if lr.run.CancelRequested {
+			e.stopAttempt(ls)
+		}
+		return
+	}
+	e.finish(ctx, lr, ls, r.exit)
+}
+
+// finish closes the current attempt of a stage and decides what follows:
+// success, a retry after backoff, failure, or cancellation.
+func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit executor.Exit) {
+	now := time.Now()
+	st, a := &ls.st, &ls.attempt
+	ls.handle, ls.gpus = nil, nil
+	a.FinishedAt = now
+	if exit.Code >= 0 {
+		code := exit.Code
+		a.ExitCode, st.ExitCode = &code, &code
+	}
+	maxAttempts := st.Retries + 1
+	switch {
+	case exit.Success():
+		a.State, a.Reason = "succeeded", ""
+		st.State, st.Reason, st.FinishedAt = storage.StageSucceeded, "", now
+	case lr.run.CancelRequested:
+		a.State, a.Reason = "cancelled", "cancelled: "+exit.Describe()
+		st.State, st.Reason, st.FinishedAt = storage.StageCancelled, "cancelled by request", now
+	default:
+		a.State, a.Reason = "failed", exit.Describe()
+		if exit.Lost {
+			a.State = "lost"
+		}
+		if st.Attempts < maxAttempts {
+			wait := e.opts.Backoff(st.Attempts)
+			st.State = storage.StageQueued
+			st.NextAttemptAt = now.Add(wait)
+			st.Reason = fmt.Sprintf("attempt %d %s; retrying in %s (attempt %d of %d)",
+				st.Attempts, exit.Describe(), wait.Round(time.Second), st.Attempts+1, maxAttempts)
+		} else {
+			st.State, st.FinishedAt = storage.StageFailed, now
+			st.Reason = fmt.Sprintf("%s (attempt %d of %d)", exit.Describe(), st.Attempts, maxAttempts)
+		}
+	}
+	if err := e.store.UpdateAttempt(ctx, *a); err != nil {
+		e.log.Error("record attempt end", "err", err)
+	}
+	e.saveStage(ctx, lr, ls)
+}
+
+// cancel stops a run: queued stages are cancelled, running ones stopped.
+func (e *Engine) cancel(ctx context.Context, lr *liveRun) {
+	lr.run.CancelRequested = true
+	now := time.Now()
+	for _, ls := range lr.stages {
+		switch ls.st.State {
+		case storage.StageQueued:
+			ls.st.State, ls.st.Reason, ls.st.FinishedAt = storage.StageCancelled, "cancelled before it started", now
+			e.saveStage(ctx, lr, ls)
+		case storage.StageRunning:
+			if ls.handle != nil {
+				e.stopAttempt(ls)
+			}
+		}
+	}
+}
+
+// stopAttempt asks the running attempt to end, in the background: Stop
+// waits through the grace period.
+func (e *Engine) stopAttempt(ls *liveStage) {
+	if ls.stop || ls.handle == nil {
+		return
+	}
+	ls.stop = true
+	h, grace := ls.handle, e.opts.StopGrace
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
+		defer cancel()
+		if err := h.Stop(ctx, grace); err != nil {
+			e.log.Warn("stop attempt", "err", err)
+		}
+	}()
+}
+
+// complete closes a run whose stages are all done.
+func (e *Engine) complete(ctx context.Context, lr *liveRun) {
+	stages := make([]storage.Stage, len(lr.stages))
+	for i, ls := range lr.stages {
+		stages[i] = ls.st
+	}
+	state, why := outcome(stages, lr.run.CancelRequested)
+	if state == "" {
+		return
+	}
+	lr.run.State, lr.run.Error, lr.run.FinishedAt = state, why, time.Now()
+	e.saveRun(ctx, lr)
+	delete(e.runs, lr.run.ID)
+}
+
+// outcome is a run's final state once all its stages are done ("" before).
+func outcome(stages []storage.Stage, cancelRequested bool) (storage.RunState, string) {
+	var failed []string
+	for _, s := range stages {
+		if !s.State.Done() {
+			return "", ""
+		}
+		if s.State == storage.StageFailed {
+			failed = append(failed, fmt.Sprintf("stage %s failed: %s", s.Name, s.Reason))
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return storage.RunFailed, strings.Join(failed, "; ")
+	case cancelRequested:
+		for _, s := range stages {
+			if s.State != storage.StageSucceeded {
+				return storage.RunCancelled, "cancelled by request"
+			}
+		}
+		return storage.RunSucceeded, ""
+	default:
+		for _, s := range stages {
+			if s.State != storage.StageSucceeded {
+				return storage.RunCancelled, "some stages were cancelled"
+			}
+		}
+		return storage.RunSucceeded, ""
+	}
+}
+
+// failRun closes a run that cannot be driven at all.
+func (e *Engine) failRun(ctx context.Context, r storage.Run, why string) {
+	e.log.Error("cannot drive run", "run", r.ID, "why", why)
+	r.State, r.Error, r.FinishedAt = storage.RunFailed, why, time.Now()
+	if err := e.store.UpdateRun(ctx, r); err != nil {
+		e.log.Error("record run failure", "err", err)
+	}
+	e.events.publish(Event{Kind: RunChanged, RunID: r.ID, State: Failed, Reason: why})
+}
+
+func (e *Engine) saveStage(ctx context.Context, lr *liveRun, ls *liveStage) {
+	if err := e.store.UpdateStage(ctx, ls.st); err != nil {
+		e.log.Error("record stage", "run", lr.run.ID, "stage", ls.st.Name, "err", err)
+	}
+	e.events.publish(Event{Kind: StageChanged, RunID: lr.run.ID, Stage: ls.st.Name, State: State(ls.st.State), Reason: ls.st.Reason})
+}
+
+func (e *Engine) saveRun(ctx context.Context, lr *liveRun) {
+	if err := e.store.UpdateRun(ctx, lr.run); err != nil {
+		e.log.Error("record run", "run", lr.run.ID, "err", err)
+	}
+	e.events.publish(Event{Kind: RunChanged, RunID: lr.run.ID, State: State(lr.run.State), Reason: lr.run.Error})
+}

@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"niuma/engine/template"
+)
+
+// RunSpec is one run to be: a template, the values of its parameters, the
+// run's seed and priority, and the executor to run it with.
+type RunSpec struct {
+	Template *template.Template
+	Values   template.Values // nil = the template's defaults
+	Seed     int64           // 0 = choose one
+	Priority int
+	Executor string // "" = the template's runtime kind
+}
+
+// newRunID returns an ID that sorts by creation time and is unique enough
+// to type a short prefix of.
+func newRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// newSeed picks a seed that fits in 31 bits, so that every framework's
+// seeding function accepts it.
+func newSeed() int64 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return int64(uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3])) & 0x7fffffff
+}
+
+// vars are the engine variables a stage's command may name as ${name}.
+func vars(runID, runDir, stage, codeDir string, seed int64, values template.Values) map[string]string {
+	v := map[string]string{
+		"code":      codeDir,
+		"run_dir":   runDir,
+		"stage_dir": filepath.Join(runDir, stage),
+		"run_id":    runID,
+		"stage":     stage,
+		"seed":      strconv.FormatInt(seed, 10),
+	}
+	for k, s := range values.Strings() {
+		v["params."+k] = s
+	}
+	return v
+}
+
+// contractEnv is the environment the stage contract promises a workload.
+func contractEnv(runID, runDir, stage string, attempt int, seed int64, values template.Values, extra map[string]string) map[string]string {
+	env := map[string]string{
+		"NIUMA_RUN_ID":  runID,
+		"NIUMA_RUN_DIR": runDir,
+		"NIUMA_STAGE":   stage,
+		"NIUMA_ATTEMPT": strconv.Itoa(attempt),
+		"NIUMA_SEED":    strconv.FormatInt(seed, 10),
+		// Python buffers stdout when it is not a terminal; metrics should
+		// arrive as they are printed.
+		"PYTHONUNBUFFERED": "1",
+	}
+	for k, s := range values.Strings() {
+		env["NIUMA_PARAM_"+envName(k)] = s
+	}
+	for k, s := range extra {
+		env[k] = s
+	}
+	return env
+}
+
+// envName turns a parameter name into the suffix of its variable:
+// "batch-size" → "BATCH_SIZE".
+func envName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		default:
+			return '_'
+		}
+	}, name)
+}
+
+// expandArgv expands ${...} in every element of a command.
+func expandArgv(argv []string, v map[string]string) ([]string, error) {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		s, err := template.Expand(a, v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// sortedKeys is for stable output of maps.
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func stageLogPaths(runDir, stage string, attempt int) (stdout, stderr string) {
+	dir := filepath.Join(runDir, stage)
+	return filepath.Join(dir, fmt.Sprintf("attempt-%d.stdout.log", attempt)),
+		filepath.Join(dir, fmt.Sprintf("attempt-%d.stderr.log", attempt))
+}

@@ -1,0 +1,243 @@
+package template
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Kind is the type of a parameter.
+type Kind string
+
+// The parameter kinds a template may declare.
+const (
+	KindFloat  Kind = "float"
+	KindInt    Kind = "int"
+	KindBool   Kind = "bool"
+	KindChoice Kind = "choice"
+	KindString Kind = "string"
+)
+
+// Kinds lists every parameter kind, in the order used in messages.
+var Kinds = []Kind{KindFloat, KindInt, KindBool, KindChoice, KindString}
+
+// EngineVars are the variables, besides params.NAME, that the engine
+// provides to ${...} references in stage commands and env values:
+//
+//	code      the template's directory (Template.Dir)
+//	run_dir   the run directory
+//	stage_dir the stage's own directory inside the run directory
+//	run_id    the run's ID
+//	stage     the stage's name
+//	seed      the run's global seed
+var EngineVars = []string{"code", "run_dir", "stage_dir", "run_id", "stage", "seed"}
+
+// Param is one entry of a template's parameter schema.
+type Param struct {
+	Name    string
+	Type    Kind
+	Default any      // float64 | int64 | bool | string, matching Type
+	Min     *float64 // for float/int; nil = unbounded (whole numbers for int)
+	Max     *float64 // for float/int; nil = unbounded (whole numbers for int)
+	Log     bool     // log-scale slider hint; requires Min > 0
+	Choices []string // for choice
+	Help    string
+	Line    int // line in the YAML, for errors
+}
+
+// Stage is one step of an experiment's DAG.
+type Stage struct {
+	Name         string
+	Command      []string // argv; never a shell string. May hold ${...} references (see Expand).
+	Needs        []string // stages that must succeed first
+	GPUs         int
+	GPUMemoryMiB int64 // per-GPU memory the stage needs; 0 = unspecified
+	Retries      int
+	Timeout      time.Duration // 0 = none
+	Env          map[string]string
+	Line         int // line in the YAML, for errors
+}
+
+// Runtime says where stages run: Kind "local" (host processes) or
+// "docker" (Image is then required).
+type Runtime struct {
+	Kind  string
+	Image string
+}
+
+// Objective is the metric a run is judged by. Goal is "min" or "max";
+// Metric "" means the template declares no objective.
+type Objective struct {
+	Metric string
+	Goal   string
+}
+
+// Template is a parsed and validated experiment template.
+type Template struct {
+	Name, Description, Version string
+
+	Runtime   Runtime
+	Objective Objective
+	Params    []Param // in YAML order
+	Stages    []Stage // in YAML order
+
+	Source string // file path or "bundled:NAME", used in error messages
+	Dir    string // directory the template came from ("" for in-memory); ${code} expands to it
+	YAML   []byte // the original text
+}
+
+// ParseFile reads and parses the template at path. Errors name path as the
+// file; Dir is set to the absolute directory holding the file.
+func ParseFile(path string) (*Template, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err // *PathError already names the file and the cause
+	}
+	t, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	t.Dir = filepath.Dir(abs)
+	return t, nil
+}
+
+// Param returns the parameter called name.
+func (t *Template) Param(name string) (Param, bool) {
+	for _, p := range t.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// Stage returns the stage called name.
+func (t *Template) Stage(name string) (Stage, bool) {
+	for _, s := range t.Stages {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Stage{}, false
+}
+
+// ParamNames returns the parameter names in alphabetical order.
+func (t *Template) ParamNames() []string {
+	names := make([]string, 0, len(t.Params))
+	for _, p := range t.Params {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Defaults returns every parameter's default value.
+func (t *Template) Defaults() Values {
+	v := make(Values, len(t.Params))
+	for _, p := range t.Params {
+		v[p.Name] = p.Default
+	}
+	return v
+}
+
+// Order returns the stage names in a deterministic topological order: a
+// stage comes after every stage it needs, and among the stages that are
+// ready at any point the one earliest in the YAML comes first. Templates
+// from Parse are acyclic; for a hand-built template with a cycle, the
+// stages that cannot be ordered follow in YAML order, and unknown needs are
+// ignored. A repeated stage name appears once.
+func (t *Template) Order() []string {
+	index := make(map[string]int, len(t.Stages))
+	for i, s := range t.Stages {
+		if _, dup := index[s.Name]; !dup {
+			index[s.Name] = i
+		}
+	}
+	pending := make([]int, len(t.Stages)) // unmet needs per stage
+	users := make([][]int, len(t.Stages)) // stages needing stage i
+	var ready indexHeap
+	for i, s := range t.Stages {
+		if index[s.Name] != i {
+			continue // a repeated name: ordered by its first occurrence
+		}
+		seen := map[string]bool{}
+		for _, n := range s.Needs {
+			j, ok := index[n]
+			if !ok || j == i || seen[n] {
+				continue
+			}
+			seen[n] = true
+			pending[i]++
+			users[j] = append(users[j], i)
+		}
+		if pending[i] == 0 {
+			ready.push(i)
+		}
+	}
+	out := make([]string, 0, len(index))
+	placed := make([]bool, len(t.Stages))
+	for ready.len() > 0 {
+		i := ready.pop()
+		placed[i] = true
+		out = append(out, t.Stages[i].Name)
+		for _, u := range users[i] {
+			pending[u]--
+			if pending[u] == 0 {
+				ready.push(u)
+			}
+		}
+	}
+	for i, s := range t.Stages {
+		if !placed[i] && index[s.Name] == i {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// indexHeap is a min-heap of stage indices.
+type indexHeap []int
+
+func (h *indexHeap) len() int { return len(*h) }
+
+func (h *indexHeap) push(x int) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if a[parent] <= a[i] {
+			break
+		}
+		a[parent], a[i] = a[i], a[parent]
+		i = parent
+	}
+}
+
+func (h *indexHeap) pop() int {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(a) && a[l] < a[m] {
+			m = l
+		}
+		if r < len(a) && a[r] < a[m] {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"time"
+
+	"niuma/storage"
+)
+
+// State is where a run or a stage is in its life.
+type State string
+
+// The states of runs and stages. A stage moves queued → running →
+// succeeded / failed / cancelled, and back to queued between retries.
+const (
+	Queued    State = "queued"
+	Running   State = "running"
+	Succeeded State = "succeeded"
+	Failed    State = "failed"
+	Cancelled State = "cancelled"
+)
+
+// Done reports whether the state is final.
+func (s State) Done() bool { return s == Succeeded || s == Failed || s == Cancelled }
+
+// RunInfo is the read model of one run, for the window and the CLI.
+type RunInfo struct {
+	ID              string         `json:"id"`
+	Template        string         `json:"template"`
+	TemplateVersion string         `json:"template_version"`
+	TemplateSource  string         `json:"template_source"`
+	Params          map[string]any `json:"params"`
+	Seed            int64          `json:"seed"`
+	Priority        int            `json:"priority"`
+	Executor        string         `json:"executor"`
+	State           State          `json:"state"`
+	Error           string         `json:"error"`
+	CancelRequested bool           `json:"cancel_requested"`
+	Fingerprint     string         `json:"fingerprint"`
+	Dir             string         `json:"dir"`
+	CreatedAt       time.Time      `json:"created_at,omitzero"`
+	StartedAt       time.Time      `json:"started_at,omitzero"`
+	FinishedAt      time.Time      `json:"finished_at,omitzero"`
+	Stages          []StageInfo    `json:"stages"`
+}
+
+// StageInfo is the read model of one stage of a run.
+type StageInfo struct {
+	Name        string        `json:"name"`
+	Needs       []string      `json:"needs"`
+	State       State         `json:"state"`
+	Attempts    int           `json:"attempts"`     // started so far
+	MaxAttempts int           `json:"max_attempts"` // 1 + retries
+	ExitCode    *int          `json:"exit_code"`
+	Reason      string        `json:"reason"`
+	GPUs        int           `json:"gpus"`
+	StartedAt   time.Time     `json:"started_at,omitzero"`
+	FinishedAt  time.Time     `json:"finished_at,omitzero"`
+	History     []AttemptInfo `json:"history"`
+}
+
+// AttemptInfo is one attempt of a stage.
+type AttemptInfo struct {
+	Number     int       `json:"number"`
+	State      string    `json:"state"`
+	Executor   string    `json:"executor"`
+	GPUs       []string  `json:"gpus"`
+	ExitCode   *int      `json:"exit_code"`
+	Reason     string    `json:"reason"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+}
+
+// Point is one metric value a stage reported.
+type Point struct {
+	Stage   string    `json:"stage"`
+	Attempt int       `json:"attempt"`
+	Key     string    `json:"key"`
+	Step    int64     `json:"step"`
+	Value   float64   `json:"value"`
+	Wall    time.Time `json:"wall,omitzero"`
+}
+
+// Elapsed is how long the run has taken so far (or took).
+func (r RunInfo) Elapsed(now time.Time) time.Duration {
+	if r.StartedAt.IsZero() {
+		return 0
+	}
+	if !r.FinishedAt.IsZero() {
+		return r.FinishedAt.Sub(r.StartedAt)
+	}
+	return now.Sub(r.StartedAt)
+}
+
+func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attempts []storage.Attempt) RunInfo {
+	info := RunInfo{
+		ID: r.ID, Template: r.Template, TemplateVersion: r.TemplateVersion, TemplateSource: r.TemplateSource,
+		Params: params, Seed: r.Seed, Priority: r.Priority, Executor: r.Executor,
+		State: State(r.State), Error: r.Error, CancelRequested: r.CancelRequested,
+		Fingerprint: r.Fingerprint, Dir: r.Dir,
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+	}
+	for _, s := range stages {
+		si := StageInfo{
+			Name: s.Name, Needs: s.Needs, State: State(s.State), Attempts: s.Attempts, MaxAttempts: s.Retries + 1,
+			ExitCode: s.ExitCode, Reason: s.Reason, GPUs: s.GPUs, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+		}
+		for _, a := range attempts {
+			if a.Stage == s.Name {
+				si.History = append(si.History, AttemptInfo{
+					Number: a.Number, State: a.State, Executor: a.Executor, GPUs: a.GPUs, ExitCode: a.ExitCode,
+					Reason: a.Reason, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt,
+				})
+			}
+		}
+		info.Stages = append(info.Stages, si)
+	}
+	return info
+}
+
+func pointFrom(p storage.MetricPoint) Point {
+	return Point{Stage: p.Stage, Attempt: p.Attempt, Key: p.Key, Step: p.Step, Value: p.Value, Wall: p.Wall}
+}

@@ -1,0 +1,329 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// dsnParams are go-sqlite3's connection parameters, applied to every pooled
+// connection: foreign keys on, wait up to 5 s for a lock instead of failing
+// with SQLITE_BUSY, write-ahead log with synchronous=NORMAL, and BEGIN
+// IMMEDIATE for transactions, so that a transaction takes the write lock up
+// front (and waits for it) instead of failing when it upgrades from reading
+// to writing.
+const dsnParams = "_foreign_keys=on&_busy_timeout=5000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate"
+
+// DB is Niuma's archive. It is safe for concurrent use.
+//
+// Writes go through one connection (w), so writers in one process queue in
+// Go rather than polling SQLite's lock; reads use a pool of read-only
+// connections (r), which WAL lets run alongside the writer. Several DB
+// values (or processes) on one file are fine: they wait for each other
+// through the busy timeout.
+type DB struct {
+	path string
+	w    *sql.DB
+	r    *sql.DB
+
+	// metric insert fast path (see metrics.go); guarded by metricMu.
+	metricMu    sync.Mutex
+	metricStmts map[int]*sql.Stmt
+	metricArgs  []any
+}
+
+// Open opens (creating if needed) the database at path, creating parent
+// directories, and applies any pending migrations. It refuses a database
+// whose schema is newer than this binary knows (ErrSchemaTooNew).
+func Open(path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("open database: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("open database %s: create directory: %w", abs, err)
+	}
+
+	w, err := sql.Open("sqlite3", dsn(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	db := &DB{path: abs, w: w}
+	if err := db.migrate(context.Background()); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+
+	r, err := sql.Open("sqlite3", dsn(abs, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(5 * time.Minute)
+	db.r = r
+	if err := r.PingContext(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	return db, nil
+}
+
+// dsn builds a go-sqlite3 URI for the absolute path abs.
+func dsn(abs string, readOnly bool) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // Windows: file:/C:/dir/niuma.db
+	}
+	u := url.URL{Path: p} // percent-encodes '?', '#', '%', spaces, ...
+	s := "file:" + u.EscapedPath() + "?" + dsnParams
+	if readOnly {
+		s += "&_query_only=on"
+	}
+	return s
+}
+
+// Close closes the database. Pending writes have been committed by the
+// calls that made them; Close checkpoints the write-ahead log when it is
+// the last connection to the file.
+func (db *DB) Close() error {
+	var errs []error
+	db.metricMu.Lock()
+	for _, st := range db.metricStmts {
+		errs = append(errs, st.Close())
+	}
+	db.metricStmts = nil
+	db.metricMu.Unlock()
+	if db.r != nil {
+		errs = append(errs, db.r.Close())
+	}
+	errs = append(errs, db.w.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close database %s: %w", db.path, err)
+	}
+	return nil
+}
+
+// Path returns the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// SQL returns the underlying write handle (one connection, so its writes are
+// serialised with storage's own). It is meant for benchmarks and one-off
+// tools: do not hold a transaction or an open *sql.Rows on it while calling
+// other DB methods that write, or they wait for it forever.
+func (db *DB) SQL() *sql.DB { return db.w }
+
+// ---- migrations ----
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^(\d+)_[A-Za-z0-9_\-]+\.sql$`)
+
+// loadMigrations returns the embedded migrations ordered by version.
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	var ms []migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("embedded migration %q: name must look like 0001_what.sql", e.Name())
+		}
+		v, err := strconv.Atoi(m[1])
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("embedded migration %q: bad version", e.Name())
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("embedded migrations %q and %q share version %d", prev, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("read embedded migration %s: %w", e.Name(), err)
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	return ms, nil
+}
+
+// LatestSchemaVersion is the highest schema version this binary knows.
+func LatestSchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// SchemaVersion returns the highest migration version applied to the
+// database.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	if err := db.w.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return int(v.Int64), nil
+}
+
+// migrate applies the pending embedded migrations, each in its own
+// (immediate) transaction, so that concurrent openers of a fresh file apply
+// each migration exactly once.
+func (db *DB) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	have, err := db.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	known := 0
+	if len(ms) > 0 {
+		known = ms[len(ms)-1].version
+	}
+	if have > known {
+		return fmt.Errorf("%w: the database is at schema version %d but this build knows only up to %d; use a newer Niuma (or another data directory)",
+			ErrSchemaTooNew, have, known)
+	}
+	for _, m := range ms {
+		if err := db.applyMigration(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (db *DB) applyMigration(ctx context.Context, m migration) (err error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migration %s: begin: %w", m.name, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	var one int
+	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM schema_migrations WHERE version = ?`, m.version).Scan(&one); {
+	case err == nil:
+		return tx.Rollback() // already applied
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		m.version, time.Now().UnixNano()); err != nil {
+		return fmt.Errorf("migration %s: record version: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migration %s: commit: %w", m.name, err)
+	}
+	return nil
+}
+
+// ---- value helpers ----
+
+// timeArg turns a time into its column value: unix nanoseconds, or NULL for
+// the zero time.
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+// timeOf turns a nullable unix-nanosecond column back into a time (in the
+// local zone); NULL becomes the zero time.
+func timeOf(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, v.Int64)
+}
+
+// floatArg stores NaN as NULL (SQLite turns NaN into NULL anyway); ±Inf are
+// stored as REAL infinities.
+func floatArg(f float64) any {
+	if math.IsNaN(f) {
+		return nil
+	}
+	return f
+}
+
+// floatOf reads a nullable REAL column back; NULL is NaN.
+func floatOf(v sql.NullFloat64) float64 {
+	if !v.Valid {
+		return math.NaN()
+	}
+	return v.Float64
+}
+
+func intPtrArg(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return int64(*p)
+}
+
+func intPtrOf(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	i := int(v.Int64)
+	return &i
+}
+
+func boolArg(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// rollback is deferred by transactional methods; it is a no-op after Commit.
+func rollback(tx *sql.Tx) { _ = tx.Rollback() }

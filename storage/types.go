@@ -1,0 +1,164 @@
+package storage
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) when a requested row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrAmbiguous is returned (wrapped) by ResolveRunID when a prefix matches
+// more than one run.
+var ErrAmbiguous = errors.New("ambiguous")
+
+// ErrSchemaTooNew is returned (wrapped) by Open when the database was written
+// by a newer Niuma whose schema this binary does not know.
+var ErrSchemaTooNew = errors.New("database schema is newer than this build of Niuma")
+
+// RunState is the lifecycle state of a run.
+type RunState string
+
+// Run states.
+const (
+	RunQueued    RunState = "queued"
+	RunRunning   RunState = "running"
+	RunSucceeded RunState = "succeeded"
+	RunFailed    RunState = "failed"
+	RunCancelled RunState = "cancelled"
+)
+
+// Done reports whether the run has reached a final state.
+func (s RunState) Done() bool {
+	return s == RunSucceeded || s == RunFailed || s == RunCancelled
+}
+
+// StageState is the lifecycle state of a stage.
+type StageState string
+
+// Stage states.
+const (
+	StageQueued    StageState = "queued"
+	StageRunning   StageState = "running"
+	StageSucceeded StageState = "succeeded"
+	StageFailed    StageState = "failed"
+	StageCancelled StageState = "cancelled"
+)
+
+// Done reports whether the stage has reached a final state.
+func (s StageState) Done() bool {
+	return s == StageSucceeded || s == StageFailed || s == StageCancelled
+}
+
+// Attempt states (Attempt.State is a plain string).
+const (
+	AttemptRunning   = "running"
+	AttemptSucceeded = "succeeded"
+	AttemptFailed    = "failed"
+	AttemptCancelled = "cancelled"
+	AttemptLost      = "lost"
+)
+
+// Run is one experiment: a template snapshot with chosen parameters, run as
+// a DAG of stages.
+type Run struct {
+	ID              string // e.g. "20261129-175700-3f2a", chosen by the engine
+	Template        string // template name
+	TemplateVersion string
+	TemplateSource  string // where the template came from (bundled name or file path)
+	TemplateYAML    string // full snapshot of the template text
+	Params          string // JSON object of parameter values
+	Seed            int64
+	Priority        int
+	Executor        string // "local", "docker", ...
+	State           RunState
+	Error           string // why it failed, one sentence; "" otherwise
+	CancelRequested bool
+	Fingerprint     string
+	Dir             string // absolute run directory
+	CodeDir         string // the template's folder: ${code} in its commands
+
+	// Zero = NULL in the database. CreateRun fills a zero CreatedAt with
+	// the current time.
+	CreatedAt, StartedAt, FinishedAt time.Time
+}
+
+// Stage is one node of a run's DAG.
+type Stage struct {
+	RunID, Name   string
+	Position      int      // topological order index, for display
+	Needs         []string // stored as JSON; empty reads back as nil
+	GPUs          int
+	GPUMemoryMiB  int64
+	Retries       int
+	TimeoutSec    int64 // 0 = none
+	State         StageState
+	Attempts      int       // attempts started so far
+	ExitCode      *int      // of the last finished attempt; nil = none
+	Reason        string    // why it waits / failed / was cancelled, plain words
+	NextAttemptAt time.Time // backoff: not before this
+	StartedAt     time.Time
+	FinishedAt    time.Time
+}
+
+// Attempt is one execution of a stage.
+type Attempt struct {
+	RunID, Stage string
+	Number       int    // 1-based
+	State        string // AttemptRunning, AttemptSucceeded, ...
+	Executor     string
+	Handle       string   // executor-specific JSON to re-attach after restart
+	GPUs         []string // GPU UUIDs, stored as JSON; empty reads back as nil
+	ExitCode     *int
+	Reason       string
+	StartedAt    time.Time
+	FinishedAt   time.Time
+}
+
+// MetricPoint is one value of one metric key at one step of one attempt.
+type MetricPoint struct {
+	RunID, Stage string
+	Attempt      int
+	Key          string
+	Step         int64
+	Value        float64   // NaN and ±Inf round-trip
+	Wall         time.Time // stored as unix nanoseconds; zero = NULL
+}
+
+// Event is an anomaly or another notable happening.
+type Event struct {
+	ID       int64
+	RunID    string // "" = machine-wide event (NULL in the database)
+	Stage    string
+	GPU      string
+	Kind     string // e.g. "nan", "stage_failed"
+	Severity string // "info", "warning", "critical"
+	Message  string
+	Fix      string
+	Evidence string    // JSON
+	At       time.Time // AddEvent fills a zero At with the current time
+}
+
+// Event severities.
+const (
+	SeverityInfo     = "info"
+	SeverityWarning  = "warning"
+	SeverityCritical = "critical"
+)
+
+// GPUSample is one minute of downsampled telemetry of one GPU. A NaN float
+// field (a value the GPU did not report) round-trips as NaN.
+type GPUSample struct {
+	GPU                                 string    // UUID
+	Minute                              time.Time // truncated to the minute on write
+	UtilMin, UtilMean, UtilMax          float64
+	MemUsedMin, MemUsedMean, MemUsedMax int64 // MiB
+	TempMax                             float64
+	PowerMean                           float64
+}
+
+// RunFilter selects runs for ListRuns.
+type RunFilter struct {
+	States []RunState // empty = all
+	Limit  int        // 0 = no limit
+}

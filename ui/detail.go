@@ -1,0 +1,117 @@
+package ui
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"niuma/engine"
+)
+
+// runDetail shows the selected run: its parameters, its stages with
+// attempts, exit codes and timings, and the last value of each metric.
+type runDetail struct {
+	title   *widget.Label
+	info    *widget.Label
+	stages  *fyne.Container
+	metrics *fyne.Container
+	content fyne.CanvasObject
+}
+
+func newRunDetail() *runDetail {
+	d := &runDetail{
+		title:   widget.NewLabelWithStyle("Select a run", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		info:    widget.NewLabel("Its stages, attempts and metrics show here."),
+		stages:  container.NewVBox(),
+		metrics: container.NewVBox(),
+	}
+	d.info.Wrapping = fyne.TextWrapWord
+	d.content = container.NewVScroll(container.NewVBox(
+		d.title, d.info,
+		widget.NewSeparator(), heading("Stages"), d.stages,
+		widget.NewSeparator(), heading("Metrics (last value)"), d.metrics,
+	))
+	return d
+}
+
+func heading(s string) *widget.Label {
+	return widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+}
+
+func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point) {
+	if r == nil {
+		d.title.SetText("Select a run")
+		d.info.SetText("Its stages, attempts and metrics show here.")
+		d.stages.Objects, d.metrics.Objects = nil, nil
+		d.stages.Refresh()
+		d.metrics.Refresh()
+		return
+	}
+	d.title.SetText(fmt.Sprintf("%s %s — %s", r.Template, r.TemplateVersion, r.State))
+	lines := []string{
+		"Run " + r.ID,
+		"Parameters: " + params(r.Params),
+		fmt.Sprintf("Seed %d · priority %d · executor %s", r.Seed, r.Priority, r.Executor),
+	}
+	if r.Error != "" {
+		lines = append(lines, "Why it failed: "+r.Error)
+	}
+	d.info.SetText(strings.Join(lines, "\n"))
+
+	rows := []fyne.CanvasObject{}
+	now := time.Now()
+	for _, s := range r.Stages {
+		exit := "–"
+		if s.ExitCode != nil {
+			exit = strconv.Itoa(*s.ExitCode)
+		}
+		took := "–"
+		if !s.StartedAt.IsZero() {
+			end := s.FinishedAt
+			if end.IsZero() {
+				end = now
+			}
+			took = end.Sub(s.StartedAt).Round(100 * time.Millisecond).String()
+		}
+		line := widget.NewLabel(fmt.Sprintf("attempt %d/%d · exit %s · %s", s.Attempts, s.MaxAttempts, exit, took))
+		row := container.NewHBox(chip(s.Name, s.State), line)
+		rows = append(rows, row)
+		if s.Reason != "" {
+			note := widget.NewLabel("    " + s.Reason)
+			note.Wrapping = fyne.TextWrapWord
+			note.Importance = widget.LowImportance
+			rows = append(rows, note)
+		}
+	}
+	d.stages.Objects = rows
+	d.stages.Refresh()
+
+	var mrows []fyne.CanvasObject
+	for _, p := range sortedPoints(pts, r.Stages) {
+		mrows = append(mrows, widget.NewLabel(fmt.Sprintf("%s · %s = %.4g (step %d)", p.Stage, p.Key, p.Value, p.Step)))
+	}
+	if len(mrows) == 0 {
+		mrows = append(mrows, widget.NewLabel("No metrics yet."))
+	}
+	d.metrics.Objects = mrows
+	d.metrics.Refresh()
+}
+
+func params(p map[string]any) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, p[k])
+	}
+	return strings.Join(parts, ", ")
+}

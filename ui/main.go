@@ -1,0 +1,328 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"niuma/engine"
+)
+
+// Backend is what the window needs from the engine. *engine.Engine
+// satisfies it; tests may too.
+type Backend interface {
+	Runs(ctx context.Context, limit int) ([]engine.RunInfo, error)
+	Run(ctx context.Context, id string) (engine.RunInfo, error)
+	LastMetrics(ctx context.Context, runID string) ([]engine.Point, error)
+	Subscribe(buf int) *engine.Subscription
+	Submit(ctx context.Context, spec engine.RunSpec) (engine.RunInfo, error)
+	Cancel(ctx context.Context, id string) error
+}
+
+// Launcher prepares the run the "New run" action submits.
+type Launcher struct {
+	Name string                         // what the action says it launches
+	Spec func() (engine.RunSpec, error) // the run to submit
+}
+
+// listLimit bounds the runs the window lists; the archive view will page.
+const listLimit = 500
+
+// MainView is the first window: the runs, live, and a way to launch one.
+type MainView struct {
+	backend Backend
+	launch  Launcher
+	win     fyne.Window
+
+	list     *widget.List
+	detail   *runDetail
+	status   *widget.Label
+	newRun   *widget.Button
+	cancel   *widget.Button
+	content  fyne.CanvasObject
+	mu       sync.Mutex // guards runs and selected, read by list callbacks
+	runs     []engine.RunInfo
+	selected string
+
+	reloads chan struct{}
+}
+
+// NewMainView builds the window's content. Call Start to make it live.
+func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
+	v := &MainView{backend: b, launch: launch, win: win, reloads: make(chan struct{}, 1)}
+	v.status = widget.NewLabel("")
+	v.status.Truncation = fyne.TextTruncateEllipsis
+	v.newRun = widget.NewButtonWithIcon("New run: "+launch.Name, theme.ContentAddIcon(), v.onNewRun)
+	v.newRun.Importance = widget.HighImportance
+	v.cancel = widget.NewButtonWithIcon("Cancel run", theme.CancelIcon(), v.onCancel)
+	v.cancel.Disable()
+	v.detail = newRunDetail()
+	v.list = widget.NewList(v.listLen, newRunRow, v.updateRow)
+	v.list.OnSelected = func(i widget.ListItemID) {
+		v.mu.Lock()
+		if i < len(v.runs) {
+			v.selected = v.runs[i].ID
+		}
+		v.mu.Unlock()
+		v.requestReload()
+	}
+	toolbar := container.NewHBox(v.newRun, v.cancel)
+	split := container.NewHSplit(v.list, container.NewPadded(v.detail.content))
+	split.Offset = 0.55
+	v.content = container.NewBorder(container.NewVBox(toolbar, widget.NewSeparator()), v.status, nil, nil, split)
+	return v
+}
+
+// Content is the view's root object.
+func (v *MainView) Content() fyne.CanvasObject { return v.content }
+
+// Start keeps the view live until ctx ends: it re-reads on engine events
+// (at most a few times a second) and once a second for elapsed times and
+// runs driven by other processes.
+func (v *MainView) Start(ctx context.Context) {
+	sub := v.backend.Subscribe(1024)
+	go func() {
+		defer sub.Close()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		const minGap = 250 * time.Millisecond
+		var last time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-sub.C:
+				if !ok {
+					return
+				}
+				if wait := minGap - time.Since(last); wait > 0 {
+					select {
+					case <-time.After(wait):
+					case <-ctx.Done():
+						return
+					}
+				}
+			case <-v.reloads:
+			case <-tick.C:
+			}
+			last = time.Now()
+			v.Reload(ctx)
+		}
+	}()
+}
+
+func (v *MainView) requestReload() {
+	select {
+	case v.reloads <- struct{}{}:
+	default:
+	}
+}
+
+// snapshot is what one reload read.
+type snapshot struct {
+	runs    []engine.RunInfo
+	sel     *engine.RunInfo
+	metrics []engine.Point
+	err     error
+}
+
+// Reload reads the runs and the selected run from the engine and shows
+// them. It blocks while reading, and updates widgets on Fyne's thread.
+func (v *MainView) Reload(ctx context.Context) {
+	var s snapshot
+	s.runs, s.err = v.backend.Runs(ctx, listLimit)
+	v.mu.Lock()
+	sel := v.selected
+	v.mu.Unlock()
+	if sel != "" && s.err == nil {
+		r, err := v.backend.Run(ctx, sel)
+		if err == nil {
+			s.sel = &r
+			s.metrics, _ = v.backend.LastMetrics(ctx, sel)
+		}
+	}
+	fyne.Do(func() { v.apply(s) })
+}
+
+func (v *MainView) apply(s snapshot) {
+	if s.err != nil {
+		v.status.SetText("Could not read runs: " + s.err.Error())
+		return
+	}
+	v.mu.Lock()
+	v.runs = s.runs
+	v.mu.Unlock()
+	v.list.Refresh()
+	v.detail.show(s.sel, s.metrics)
+	if s.sel != nil && !s.sel.State.Done() && !s.sel.CancelRequested {
+		v.cancel.Enable()
+	} else {
+		v.cancel.Disable()
+	}
+	v.status.SetText(summary(s.runs))
+}
+
+// summary counts runs by state for the status line.
+func summary(runs []engine.RunInfo) string {
+	if len(runs) == 0 {
+		return "No runs yet. Launch one with New run."
+	}
+	counts := map[engine.State]int{}
+	for _, r := range runs {
+		counts[r.State]++
+	}
+	var parts []string
+	for _, s := range []engine.State{engine.Running, engine.Queued, engine.Succeeded, engine.Failed, engine.Cancelled} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	return fmt.Sprintf("%d runs: %s", len(runs), strings.Join(parts, ", "))
+}
+
+func (v *MainView) listLen() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.runs)
+}
+
+func (v *MainView) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
+	v.mu.Lock()
+	if i >= len(v.runs) {
+		v.mu.Unlock()
+		return
+	}
+	r := v.runs[i]
+	v.mu.Unlock()
+	o.(*runRow).set(r, time.Now())
+}
+
+func (v *MainView) onNewRun() {
+	spec, err := v.launch.Spec()
+	if err != nil {
+		dialog.ShowError(err, v.win)
+		return
+	}
+	v.newRun.Disable()
+	go func() {
+		r, err := v.backend.Submit(context.Background(), spec)
+		fyne.Do(func() {
+			v.newRun.Enable()
+			if err != nil {
+				dialog.ShowError(err, v.win)
+				return
+			}
+			v.mu.Lock()
+			v.selected = r.ID
+			v.mu.Unlock()
+			v.status.SetText("Launched " + r.ID)
+		})
+		v.requestReload()
+	}()
+}
+
+func (v *MainView) onCancel() {
+	v.mu.Lock()
+	id := v.selected
+	v.mu.Unlock()
+	if id == "" {
+		return
+	}
+	dialog.ShowConfirm("Cancel run?", "Stop run "+id+"? Running stages get SIGTERM, then SIGKILL after a grace period.", func(ok bool) {
+		if !ok {
+			return
+		}
+		v.cancel.Disable()
+		go func() {
+			if err := v.backend.Cancel(context.Background(), id); err != nil {
+				fyne.Do(func() { dialog.ShowError(err, v.win) })
+			}
+			v.requestReload()
+		}()
+	}, v.win)
+}
+
+// runRow is one line of the runs list.
+type runRow struct {
+	widget.BaseWidget
+	title   *widget.Label
+	sub     *widget.Label
+	state   *fyne.Container
+	chips   *fyne.Container
+	elapsed *widget.Label
+	box     fyne.CanvasObject
+}
+
+func newRunRow() fyne.CanvasObject {
+	r := &runRow{
+		title:   widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		sub:     widget.NewLabel(""),
+		state:   container.NewHBox(),
+		chips:   container.NewHBox(),
+		elapsed: widget.NewLabel(""),
+	}
+	r.sub.Importance = widget.LowImportance
+	r.sub.SizeName = theme.SizeNameCaptionText
+	left := container.NewVBox(container.NewHBox(r.title, container.NewCenter(r.state)), r.sub)
+	right := container.NewVBox(container.NewHBox(layout.NewSpacer(), r.chips), container.NewHBox(layout.NewSpacer(), r.elapsed))
+	r.box = container.NewBorder(nil, nil, left, right)
+	r.ExtendBaseWidget(r)
+	return r
+}
+
+func (r *runRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(r.box) }
+
+func (r *runRow) set(info engine.RunInfo, now time.Time) {
+	r.title.SetText(info.Template)
+	r.sub.SetText(info.ID)
+	r.state.Objects = []fyne.CanvasObject{chip(string(info.State), info.State)}
+	r.state.Refresh()
+	r.chips.Objects = stageChips(info.Stages)
+	r.chips.Refresh()
+	r.elapsed.SetText(elapsedText(info, now))
+}
+
+func elapsedText(info engine.RunInfo, now time.Time) string {
+	d := info.Elapsed(now)
+	switch {
+	case info.State == engine.Queued:
+		return "queued " + since(now.Sub(info.CreatedAt)) + " ago"
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+func since(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}
+
+// sortedPoints orders metrics by stage order of appearance, then key.
+func sortedPoints(pts []engine.Point, stages []engine.StageInfo) []engine.Point {
+	pos := map[string]int{}
+	for i, s := range stages {
+		pos[s.Name] = i
+	}
+	out := append([]engine.Point(nil), pts...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if pos[out[i].Stage] != pos[out[j].Stage] {
+			return pos[out[i].Stage] < pos[out[j].Stage]
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}

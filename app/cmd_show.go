@@ -26,7 +26,7 @@ func newTable(out io.Writer, cols ...string) *table {
 }
 
 func (t *table) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
-func (t *table) flush() error      { return t.w.Flush() }
+func (t *table) flush() error        { return t.w.Flush() }
 
 // number marshals a metric value; JSON has no NaN or Infinity, so those
 // become the strings "NaN", "+Inf" and "-Inf".

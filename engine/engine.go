@@ -22,8 +22,8 @@ import (
 
 // Options configure an Engine. Home and Store are required.
 type Options struct {
-	Home      string       // the data directory: runs/<id>/ and the owner lock live here
-	Store     *storage.DB  // the source of truth
+	Home      string      // the data directory: runs/<id>/ and the owner lock live here
+	Store     *storage.DB // the source of truth
 	Executors []executor.Executor
 	GPUs      gpumon.Source // nil: a machine without GPUs
 

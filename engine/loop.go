@@ -25,10 +25,10 @@ type liveRun struct {
 // liveStage is the loop's view of one stage.
 type liveStage struct {
 	st      storage.Stage
-	attempt storage.Attempt   // the current or last attempt
-	handle  executor.Handle   // set while an attempt runs and has started
-	gpus    []executor.GPU    // held while running
-	stop    bool              // a stop was requested for the current attempt
+	attempt storage.Attempt // the current or last attempt
+	handle  executor.Handle // set while an attempt runs and has started
+	gpus    []executor.GPU  // held while running
+	stop    bool            // a stop was requested for the current attempt
 }
 
 func (lr *liveRun) stage(name string) *liveStage {

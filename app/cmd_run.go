@@ -177,8 +177,10 @@ func (s *stack) handOver(c *cli) error {
 
 // ensureEngine starts `niuma engine --until-idle` in the background when no
 // process owns the data directory, so queued runs start without a window.
+// NIUMA_BACKGROUND_ENGINE=off turns this off (for tests, or for users who
+// prefer to run `niuma engine` themselves).
 func (c *cli) ensureEngine(home string) {
-	if engine.OwnerAlive(home) {
+	if engine.OwnerAlive(home) || os.Getenv("NIUMA_BACKGROUND_ENGINE") == "off" {
 		return
 	}
 	pid, err := spawnEngine(home)

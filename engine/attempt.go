@@ -45,7 +45,7 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 		for i, p := range pts {
 			ev.Points[i] = pointFrom(p)
 		}
-		e.events.publish(ev)
+		e.events.Publish(ev)
 	}}
 	fctx, stopFollow := context.WithCancel(context.Background())
 	followed := make(chan struct{})

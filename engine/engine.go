@@ -47,7 +47,7 @@ type Engine struct {
 	store   *storage.DB
 	execs   map[string]executor.Executor
 	log     *slog.Logger
-	events  broker
+	events  Broker
 	wake    chan struct{}
 	results chan result
 	owner   atomic.Bool
@@ -123,7 +123,7 @@ func (e *Engine) Active() int { return int(e.active.Load()) }
 func (e *Engine) Executors() []string { return sortedKeys(e.execs) }
 
 // Subscribe follows the engine's events. Close the subscription when done.
-func (e *Engine) Subscribe(buf int) *Subscription { return e.events.subscribe(buf) }
+func (e *Engine) Subscribe(buf int) *Subscription { return e.events.Subscribe(buf) }
 
 // GPUs returns the current GPU snapshot.
 func (e *Engine) GPUs(ctx context.Context) (gpumon.Snapshot, error) { return e.opts.GPUs.Snapshot(ctx) }
@@ -202,7 +202,7 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		os.RemoveAll(dir)
 		return RunInfo{}, fmt.Errorf("save run: %w", err)
 	}
-	e.events.publish(Event{Kind: RunSubmitted, RunID: id, State: Queued})
+	e.events.Publish(Event{Kind: RunSubmitted, RunID: id, State: Queued})
 	e.nudge()
 	return runInfo(run, paramMap(params), stages, nil), nil
 }

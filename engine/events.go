@@ -29,8 +29,9 @@ type Event struct {
 	At     time.Time
 }
 
-// broker fans events out to subscribers without ever blocking the engine.
-type broker struct {
+// Broker fans events out to subscribers without ever blocking the
+// publisher. The zero value is ready to use.
+type Broker struct {
 	mu   sync.Mutex
 	next int
 	subs map[int]*subscriber
@@ -45,7 +46,7 @@ type subscriber struct {
 type Subscription struct {
 	C      <-chan Event
 	id     int
-	b      *broker
+	b      *Broker
 	closed sync.Once
 }
 
@@ -75,7 +76,8 @@ func (s *Subscription) Close() {
 	})
 }
 
-func (b *broker) subscribe(buf int) *Subscription {
+// Subscribe adds a subscriber with a buffer of buf events.
+func (b *Broker) Subscribe(buf int) *Subscription {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.subs == nil {
@@ -87,7 +89,8 @@ func (b *broker) subscribe(buf int) *Subscription {
 	return &Subscription{C: sub.ch, id: b.next, b: b}
 }
 
-func (b *broker) publish(e Event) {
+// Publish hands e to every subscriber that has room for it.
+func (b *Broker) Publish(e Event) {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
@@ -99,14 +102,5 @@ func (b *broker) publish(e Event) {
 		default:
 			sub.lagged = true
 		}
-	}
-}
-
-func (b *broker) closeAll() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for id, sub := range b.subs {
-		close(sub.ch)
-		delete(b.subs, id)
 	}
 }

@@ -129,7 +129,7 @@ func (e *Engine) sync(ctx context.Context) {
 				continue
 			}
 			e.runs[r.ID] = lr
-			e.events.publish(Event{Kind: RunChanged, RunID: r.ID, State: State(r.State)})
+			e.events.Publish(Event{Kind: RunChanged, RunID: r.ID, State: State(r.State)})
 			if r.CancelRequested {
 				e.cancel(ctx, lr)
 			}
@@ -535,19 +535,19 @@ func (e *Engine) failRun(ctx context.Context, r storage.Run, why string) {
 	if err := e.store.UpdateRun(ctx, r); err != nil {
 		e.log.Error("record run failure", "err", err)
 	}
-	e.events.publish(Event{Kind: RunChanged, RunID: r.ID, State: Failed, Reason: why})
+	e.events.Publish(Event{Kind: RunChanged, RunID: r.ID, State: Failed, Reason: why})
 }
 
 func (e *Engine) saveStage(ctx context.Context, lr *liveRun, ls *liveStage) {
 	if err := e.store.UpdateStage(ctx, ls.st); err != nil {
 		e.log.Error("record stage", "run", lr.run.ID, "stage", ls.st.Name, "err", err)
 	}
-	e.events.publish(Event{Kind: StageChanged, RunID: lr.run.ID, Stage: ls.st.Name, State: State(ls.st.State), Reason: ls.st.Reason})
+	e.events.Publish(Event{Kind: StageChanged, RunID: lr.run.ID, Stage: ls.st.Name, State: State(ls.st.State), Reason: ls.st.Reason})
 }
 
 func (e *Engine) saveRun(ctx context.Context, lr *liveRun) {
 	if err := e.store.UpdateRun(ctx, lr.run); err != nil {
 		e.log.Error("record run", "run", lr.run.ID, "err", err)
 	}
-	e.events.publish(Event{Kind: RunChanged, RunID: lr.run.ID, State: State(lr.run.State), Reason: lr.run.Error})
+	e.events.Publish(Event{Kind: RunChanged, RunID: lr.run.ID, State: State(lr.run.State), Reason: lr.run.Error})
 }

@@ -40,8 +40,9 @@ type Follower struct {
 	Poll    time.Duration // how often to look for more at end of file (default 100 ms)
 	MaxLine int           // the longest line delivered whole (default 1 MiB)
 	// OnLine receives each line and the file offset just past it (where a
-	// later Follower would resume). line is valid only during the call.
-	// OnLine runs on Run's goroutine.
+	// later Follower would resume; for a truncated line, just past the
+	// bytes delivered). line is valid only during the call. OnLine runs on
+	// Run's goroutine and must not call Stop.
 	OnLine func(line []byte, end int64)
 	Logger *slog.Logger // default slog.Default()
 

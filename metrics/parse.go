@@ -23,7 +23,19 @@ type Record struct {
 	Values []KV
 }
 
-// The metric line contract (see docs/ARCHITECTURE.md, "The stage contract"):
+// Parser limits.
+const (
+	maxDepth      = 10000   // the same limit as encoding/json
+	maxInternKeys = 1 << 12 // distinct names remembered by one Parser
+	dedupMapAt    = 16      // members beyond which duplicates are found by map
+)
+
+// Parser parses metric lines. It reuses its buffers, so parsing a line of an
+// already-seen set of names allocates nothing. A Parser is not safe for
+// concurrent use; the Record it returns is valid until the next call to
+// Parse (the Key strings themselves stay valid forever).
+//
+// A metric line (docs/ARCHITECTURE.md, "The stage contract") is:
 //
 //   - The line is one JSON object; whitespace around it is allowed. Anything
 //     else after the closing brace makes it a log line.
@@ -43,16 +55,6 @@ type Record struct {
 //     invalid UTF-8 and lone surrogates become U+FFFD).
 //   - Nesting deeper than 10000 (the object itself counting as one) is
 //     rejected, as encoding/json does.
-const (
-	maxDepth      = 10000   // the same limit as encoding/json
-	maxInternKeys = 1 << 12 // distinct names remembered by one Parser
-	dedupMapAt    = 16      // members beyond which duplicates are found by map
-)
-
-// Parser parses metric lines. It reuses its buffers, so parsing a line of an
-// already-seen set of names allocates nothing. A Parser is not safe for
-// concurrent use; the Record it returns is valid until the next call to
-// Parse (the Key strings themselves stay valid forever).
 type Parser struct {
 	vals    []KV
 	keys    map[string]string // interned member names

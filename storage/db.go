@@ -45,10 +45,9 @@ type DB struct {
 	w    *sql.DB
 	r    *sql.DB
 
-	// metric insert fast path (see metrics.go); guarded by metricMu.
-	metricMu    sync.Mutex
-	metricStmts map[int]*sql.Stmt
-	metricArgs  []any
+	// metric insert fast path (see metrics.go)
+	metricMu sync.Mutex
+	mw       metricWriter
 }
 
 // Open opens (creating if needed) the database at path, creating parent
@@ -118,10 +117,7 @@ func dsn(abs string, readOnly bool) string {
 func (db *DB) Close() error {
 	var errs []error
 	db.metricMu.Lock()
-	for _, st := range db.metricStmts {
-		errs = append(errs, st.Close())
-	}
-	db.metricStmts = nil
+	errs = append(errs, db.mw.close())
 	db.metricMu.Unlock()
 	if db.r != nil {
 		errs = append(errs, db.r.Close())

@@ -3,58 +3,206 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
-// metricChunk is the number of rows of the big multi-row INSERT; smaller
-// remainders are written with cached statements of 64, 32, ..., 1 rows.
+// The metric insert fast path.
+//
+// Points are stored as (series_id, step, value, wall_ns) rows in a WITHOUT
+// ROWID table keyed by (series_id, step); a series is one key of one attempt
+// of one stage (table metric_series). InsertMetricPoints
+//
+//   - maps each point to its series through a cache of committed series ids
+//     (creating missing series inside the transaction),
+//   - groups the batch by series with a counting sort (stable, so steps stay
+//     in the order given), so that consecutive rows land on the same b-tree
+//     leaf instead of hopping between the series' ends of the tree, which
+//     is by far the largest cost of an indexed insert,
+//   - binds them into cached, prepared multi-row INSERTs of metricChunk
+//     rows (remainders with 64, 32, ..., 1-row statements), reusing one
+//     argument slice, in one transaction.
+//
+// A cached series id whose series was deleted meanwhile (say, by another
+// process deleting the run) makes the foreign key on metric_points fail;
+// series ids are never reused (AUTOINCREMENT), so that is the only way a
+// stale id shows, and the insert then retries once with an empty cache.
+
+// metricChunk is the number of rows of the big multi-row INSERT.
 const metricChunk = 128
 
-const metricCols = 7 // run_id, stage, key, attempt, step, value, wall_ns
+const metricCols = 4 // series_id, step, value, wall_ns
 
 // metricChunkSizes are the statement sizes the fast path uses, largest first.
 var metricChunkSizes = [...]int{metricChunk, 64, 32, 16, 8, 4, 2, 1}
 
+// maxCachedSeries bounds the series-id cache; it is emptied when full.
+const maxCachedSeries = 1 << 16
+
+// linearSeriesLimit: up to this many distinct series in a batch are found
+// by a linear scan, more through a map.
+const linearSeriesLimit = 16
+
+type seriesKey struct {
+	run, stage, key string
+	attempt         int
+}
+
+func (k *seriesKey) is(p *MetricPoint) bool {
+	return k.key == p.Key && k.attempt == p.Attempt && k.stage == p.Stage && k.run == p.RunID
+}
+
+type batchSeries struct {
+	k     seriesKey
+	id    int64
+	boxed any // id boxed once for binding
+	isNew bool
+}
+
+// metricWriter is the state of the fast path; guarded by DB.metricMu.
+type metricWriter struct {
+	chunk      [len(metricChunkSizes)]*sql.Stmt
+	findSeries *sql.Stmt
+	addSeries  *sql.Stmt
+	ids        map[seriesKey]int64 // committed series ids
+
+	// scratch, reused across calls
+	args     []any
+	series   []batchSeries
+	seriesOf map[seriesKey]int32 // used when a batch has many series
+	of       []int32             // point index -> index in series
+	order    []int32             // point indices grouped by series
+	counts   []int32
+}
+
 func metricInsertSQL(rows int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO metric_points (run_id, stage, key, attempt, step, value, wall_ns) VALUES `)
+	b.WriteString(`INSERT INTO metric_points (series_id, step, value, wall_ns) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?,?,?,?,?,?,?)`)
+		b.WriteString(`(?,?,?,?)`)
 	}
-	// The same point written twice keeps the last value.
-	b.WriteString(` ON CONFLICT (run_id, stage, key, attempt, step) DO UPDATE SET value = excluded.value, wall_ns = excluded.wall_ns`)
+	b.WriteString(` ON CONFLICT (series_id, step) DO UPDATE SET value = excluded.value, wall_ns = excluded.wall_ns`)
 	return b.String()
 }
 
-// metricStmt returns the cached prepared insert of n rows. Call with
-// metricMu held.
-func (db *DB) metricStmt(ctx context.Context, n int) (*sql.Stmt, error) {
-	if st := db.metricStmts[n]; st != nil {
-		return st, nil
+// prepare prepares the fast path's statements once per DB. It must run
+// before the insert's transaction takes the only write connection.
+func (w *metricWriter) prepare(ctx context.Context, db *sql.DB) error {
+	if w.addSeries != nil {
+		return nil
 	}
-	st, err := db.w.PrepareContext(ctx, metricInsertSQL(n))
-	if err != nil {
-		return nil, err
+	var err error
+	for i, n := range metricChunkSizes {
+		if w.chunk[i], err = db.PrepareContext(ctx, metricInsertSQL(n)); err != nil {
+			return err
+		}
 	}
-	if db.metricStmts == nil {
-		db.metricStmts = make(map[int]*sql.Stmt, len(metricChunkSizes))
+	if w.findSeries, err = db.PrepareContext(ctx,
+		`SELECT id FROM metric_series WHERE run_id = ? AND stage = ? AND key = ? AND attempt = ?`); err != nil {
+		return err
 	}
-	db.metricStmts[n] = st
-	return st, nil
+	if w.addSeries, err = db.PrepareContext(ctx,
+		`INSERT INTO metric_series (run_id, stage, key, attempt) VALUES (?, ?, ?, ?)`); err != nil {
+		return err
+	}
+	w.ids = make(map[seriesKey]int64)
+	w.args = make([]any, metricChunk*metricCols)
+	return nil
 }
 
-// InsertMetricPoints stores points in one transaction. It is the hot path of
-// the metrics writer: cached multi-row prepared statements with bound
-// arguments, one argument slice reused across calls. The run must exist.
-// NaN is stored as NULL and read back as NaN; ±Inf are stored as is.
-// Writing a point that already exists (same run, stage, key, attempt, step)
-// replaces its value and wall time.
-func (db *DB) InsertMetricPoints(ctx context.Context, pts []MetricPoint) (err error) {
+func (w *metricWriter) close() error {
+	var errs []error
+	for _, st := range append(w.chunk[:], w.findSeries, w.addSeries) {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	*w = metricWriter{}
+	return errors.Join(errs...)
+}
+
+// group finds the distinct series of pts and orders the points by series.
+func (w *metricWriter) group(pts []MetricPoint) {
+	n := len(pts)
+	w.series = w.series[:0]
+	clear(w.seriesOf)
+	w.of = growInt32(w.of, n)
+	last := int32(-1)
+	for i := range pts {
+		p := &pts[i]
+		if last >= 0 && w.series[last].k.is(p) {
+			w.of[i] = last
+			continue
+		}
+		last = w.find(p)
+		w.of[i] = last
+	}
+
+	ns := len(w.series)
+	w.counts = growInt32(w.counts, ns+1)
+	clear(w.counts)
+	for _, j := range w.of {
+		w.counts[j+1]++
+	}
+	for j := 1; j <= ns; j++ {
+		w.counts[j] += w.counts[j-1]
+	}
+	w.order = growInt32(w.order, n)
+	for i, j := range w.of {
+		w.order[w.counts[j]] = int32(i)
+		w.counts[j]++
+	}
+}
+
+// find returns the index of p's series in w.series, adding it if new.
+func (w *metricWriter) find(p *MetricPoint) int32 {
+	if len(w.series) <= linearSeriesLimit {
+		for j := range w.series {
+			if w.series[j].k.is(p) {
+				return int32(j)
+			}
+		}
+	} else if j, ok := w.seriesOf[seriesKey{p.RunID, p.Stage, p.Key, p.Attempt}]; ok {
+		return j
+	}
+	j := int32(len(w.series))
+	k := seriesKey{p.RunID, p.Stage, p.Key, p.Attempt}
+	w.series = append(w.series, batchSeries{k: k})
+	if len(w.series) > linearSeriesLimit {
+		if w.seriesOf == nil {
+			w.seriesOf = make(map[seriesKey]int32)
+		}
+		if len(w.seriesOf) == 0 {
+			for i := range w.series {
+				w.seriesOf[w.series[i].k] = int32(i)
+			}
+		} else {
+			w.seriesOf[k] = j
+		}
+	}
+	return j
+}
+
+func growInt32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+// InsertMetricPoints stores points in one transaction: all or none. It is
+// the hot path of the metrics writer (see the comment at the top of this
+// file). The run must exist. NaN is stored as NULL and read back as NaN;
+// ±Inf are stored as is. Writing a point that already exists (same run,
+// stage, key, attempt and step) replaces its value and wall time.
+func (db *DB) InsertMetricPoints(ctx context.Context, pts []MetricPoint) error {
 	if len(pts) == 0 {
 		return nil
 	}
@@ -63,99 +211,131 @@ func (db *DB) InsertMetricPoints(ctx context.Context, pts []MetricPoint) (err er
 	}
 	db.metricMu.Lock()
 	defer db.metricMu.Unlock()
-	if db.metricArgs == nil {
-		db.metricArgs = make([]any, metricChunk*metricCols)
+	w := &db.mw
+	if err := w.prepare(ctx, db.w); err != nil {
+		return fmt.Errorf("insert %d metric points: prepare: %w", len(pts), err)
 	}
-
-	// Cancellation is checked between statements rather than watched by a
-	// goroutine per statement (what go-sqlite3 does for a cancellable
-	// context), which would cost more than the insert itself.
-	bg := context.WithoutCancel(ctx)
-
-	// Prepare (once per DB) the statements this batch needs before the
-	// transaction takes the only write connection.
-	var stmts [len(metricChunkSizes)]*sql.Stmt
-	for i, n := 0, len(pts); i < len(metricChunkSizes); i++ {
-		if n < metricChunkSizes[i] {
-			continue
-		}
-		st, err := db.metricStmt(bg, metricChunkSizes[i])
-		if err != nil {
-			return fmt.Errorf("insert %d metric points: prepare: %w", len(pts), err)
-		}
-		stmts[i] = st
-		n %= metricChunkSizes[i]
+	w.group(pts)
+	usedCache, err := db.insertGrouped(ctx, pts)
+	if usedCache && isForeignKeyErr(err) {
+		// A cached series may have been deleted since: look them all up again.
+		clear(w.ids)
+		_, err = db.insertGrouped(ctx, pts)
 	}
-
-	tx, err := db.w.BeginTx(bg, nil)
 	if err != nil {
-		return fmt.Errorf("insert %d metric points: %w", len(pts), err)
-	}
-	defer rollback(tx)
-
-	var (
-		args = db.metricArgs
-		// Boxed copies of the last run, stage and key seen: consecutive
-		// points almost always share them, and boxing a string allocates.
-		lastRun, lastStage, lastKey string
-		boxRun, boxStage, boxKey    any
-		haveRun, haveStage, haveKey bool
-	)
-	rest := pts
-	for si, size := range metricChunkSizes {
-		if len(rest) < size {
-			continue
-		}
-		txst := tx.StmtContext(bg, stmts[si])
-		for len(rest) >= size {
-			if err := ctx.Err(); err != nil {
-				txst.Close()
-				return fmt.Errorf("insert %d metric points: %w", len(pts), err)
-			}
-			a := args[:size*metricCols]
-			for i := range size {
-				p := &rest[i]
-				if !haveRun || p.RunID != lastRun {
-					lastRun, boxRun, haveRun = p.RunID, p.RunID, true
-				}
-				if !haveStage || p.Stage != lastStage {
-					lastStage, boxStage, haveStage = p.Stage, p.Stage, true
-				}
-				if !haveKey || p.Key != lastKey {
-					lastKey, boxKey, haveKey = p.Key, p.Key, true
-				}
-				r := a[i*metricCols : i*metricCols+metricCols : i*metricCols+metricCols]
-				r[0] = boxRun
-				r[1] = boxStage
-				r[2] = boxKey
-				r[3] = int64(p.Attempt)
-				r[4] = p.Step
-				if math.IsNaN(p.Value) {
-					r[5] = nil
-				} else {
-					r[5] = p.Value
-				}
-				if p.Wall.IsZero() {
-					r[6] = nil
-				} else {
-					r[6] = p.Wall.UnixNano()
-				}
-			}
-			if _, err := txst.ExecContext(bg, a...); err != nil {
-				txst.Close()
-				return fmt.Errorf("insert %d metric points (run %s, stage %s): %w", len(pts), rest[0].RunID, rest[0].Stage, err)
-			}
-			rest = rest[size:]
-		}
-		txst.Close()
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("insert %d metric points: commit: %w", len(pts), err)
+		return fmt.Errorf("insert %d metric points (run %s, stage %s): %w", len(pts), pts[0].RunID, pts[0].Stage, err)
 	}
 	return nil
 }
 
-// scanPoint reads (attempt, step, value, wall_ns).
+func isForeignKeyErr(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+}
+
+// insertGrouped runs the transaction of InsertMetricPoints on points grouped
+// by w.group. usedCache reports whether a cached series id was used.
+func (db *DB) insertGrouped(ctx context.Context, pts []MetricPoint) (usedCache bool, err error) {
+	w := &db.mw
+	// Cancellation is checked between statements rather than watched by a
+	// goroutine per statement (what go-sqlite3 does for a cancellable
+	// context), which would cost more than the insert itself.
+	bg := context.WithoutCancel(ctx)
+	tx, err := db.w.BeginTx(bg, nil)
+	if err != nil {
+		return false, err
+	}
+	defer rollback(tx)
+
+	// Series ids: from the cache, else from the table, else new.
+	var find, add *sql.Stmt
+	for j := range w.series {
+		s := &w.series[j]
+		s.isNew = false
+		if id, ok := w.ids[s.k]; ok {
+			s.id, usedCache = id, true
+		} else {
+			if find == nil {
+				find, add = tx.StmtContext(bg, w.findSeries), tx.StmtContext(bg, w.addSeries)
+				defer find.Close()
+				defer add.Close()
+			}
+			err := find.QueryRowContext(bg, s.k.run, s.k.stage, s.k.key, s.k.attempt).Scan(&s.id)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				res, err := add.ExecContext(bg, s.k.run, s.k.stage, s.k.key, s.k.attempt)
+				if err != nil {
+					return usedCache, fmt.Errorf("create series %s of stage %s attempt %d: %w", s.k.key, s.k.stage, s.k.attempt, err)
+				}
+				if s.id, err = res.LastInsertId(); err != nil {
+					return usedCache, err
+				}
+				s.isNew = true
+			case err != nil:
+				return usedCache, fmt.Errorf("find series %s of stage %s attempt %d: %w", s.k.key, s.k.stage, s.k.attempt, err)
+			}
+		}
+		s.boxed = s.id
+	}
+
+	order := w.order
+	for si, size := range metricChunkSizes {
+		if len(order) < size {
+			continue
+		}
+		st := tx.StmtContext(bg, w.chunk[si])
+		for len(order) >= size {
+			if err := ctx.Err(); err != nil {
+				st.Close()
+				return usedCache, err
+			}
+			a := w.args[:size*metricCols]
+			for r, i := range order[:size] {
+				p := &pts[i]
+				row := a[r*metricCols : r*metricCols+metricCols : r*metricCols+metricCols]
+				row[0] = w.series[w.of[i]].boxed
+				row[1] = p.Step
+				if math.IsNaN(p.Value) {
+					row[2] = nil
+				} else {
+					row[2] = p.Value
+				}
+				if p.Wall.IsZero() {
+					row[3] = nil
+				} else {
+					row[3] = p.Wall.UnixNano()
+				}
+			}
+			if _, err := st.ExecContext(bg, a...); err != nil {
+				st.Close()
+				return usedCache, err
+			}
+			order = order[size:]
+		}
+		st.Close()
+	}
+	if err := tx.Commit(); err != nil {
+		return usedCache, fmt.Errorf("commit: %w", err)
+	}
+
+	// Only committed ids go into the cache.
+	if len(w.ids) > maxCachedSeries {
+		clear(w.ids)
+	}
+	for j := range w.series {
+		w.ids[w.series[j].k] = w.series[j].id
+	}
+	return usedCache, nil
+}
+
+// forgetSeries empties the series-id cache (after deletes).
+func (db *DB) forgetSeries() {
+	db.metricMu.Lock()
+	clear(db.mw.ids)
+	db.metricMu.Unlock()
+}
+
+// scanPointTail reads (attempt, step, value, wall_ns) after extra columns.
 func scanPointTail(rows *sql.Rows, p *MetricPoint, extra ...any) error {
 	var (
 		v    sql.NullFloat64
@@ -172,44 +352,18 @@ func scanPointTail(rows *sql.Rows, p *MetricPoint, extra ...any) error {
 
 // LastMetrics returns, for every (stage, key) of a run, the point of the
 // highest attempt with the highest step, ordered by stage position (stages
-// unknown to the run last), then key.
-//
-// Distinct stages and keys are found by seeks on the primary key (a
-// "loose index scan" written as recursive CTEs), so the cost grows with the
-// number of series, not with the number of points.
+// the run does not declare last, by name), then key.
 func (db *DB) LastMetrics(ctx context.Context, runID string) ([]MetricPoint, error) {
 	rows, err := db.r.QueryContext(ctx, `
-WITH RECURSIVE
-  st(stage) AS (
-    SELECT (SELECT min(stage) FROM metric_points WHERE run_id = ?1)
-    UNION ALL
-    SELECT (SELECT min(stage) FROM metric_points WHERE run_id = ?1 AND stage > st.stage)
-      FROM st WHERE st.stage IS NOT NULL
-  ),
-  k(stage, key) AS (
-    SELECT st.stage, (SELECT min(key) FROM metric_points WHERE run_id = ?1 AND stage = st.stage)
-      FROM st WHERE st.stage IS NOT NULL
-    UNION ALL
-    SELECT k.stage, (SELECT min(key) FROM metric_points WHERE run_id = ?1 AND stage = k.stage AND key > k.key)
-      FROM k WHERE k.key IS NOT NULL
-  ),
-  ka(stage, key, attempt) AS (
-    SELECT k.stage, k.key,
-      (SELECT max(attempt) FROM metric_points WHERE run_id = ?1 AND stage = k.stage AND key = k.key)
-      FROM k WHERE k.key IS NOT NULL
-  ),
-  kas(stage, key, attempt, step) AS (
-    SELECT ka.stage, ka.key, ka.attempt,
-      (SELECT max(step) FROM metric_points
-        WHERE run_id = ?1 AND stage = ka.stage AND key = ka.key AND attempt = ka.attempt)
-      FROM ka
-  )
-SELECT m.stage, m.key, m.attempt, m.step, m.value, m.wall_ns
-  FROM kas
-  JOIN metric_points m
-    ON m.run_id = ?1 AND m.stage = kas.stage AND m.key = kas.key AND m.attempt = kas.attempt AND m.step = kas.step
-  LEFT JOIN stages s ON s.run_id = ?1 AND s.name = m.stage
- ORDER BY s.position IS NULL, s.position, m.stage, m.key`, runID)
+SELECT s.stage, s.key, s.attempt, p.step, p.value, p.wall_ns
+  FROM metric_series s
+  JOIN metric_points p
+    ON p.series_id = s.id
+   AND p.step = (SELECT max(step) FROM metric_points WHERE series_id = s.id)
+  LEFT JOIN stages st ON st.run_id = s.run_id AND st.name = s.stage
+ WHERE s.run_id = ?1
+   AND s.attempt = (SELECT max(attempt) FROM metric_series WHERE run_id = ?1 AND stage = s.stage AND key = s.key)
+ ORDER BY st.position IS NULL, st.position, s.stage, s.key`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("last metrics of run %s: %w", runID, err)
 	}
@@ -232,10 +386,13 @@ SELECT m.stage, m.key, m.attempt, m.step, m.value, m.wall_ns
 // attempt that logged that key, ordered by step. No points is not an error.
 func (db *DB) MetricSeries(ctx context.Context, runID, stage, key string) ([]MetricPoint, error) {
 	rows, err := db.r.QueryContext(ctx, `
-SELECT attempt, step, value, wall_ns FROM metric_points
- WHERE run_id = ?1 AND stage = ?2 AND key = ?3
-   AND attempt = (SELECT max(attempt) FROM metric_points WHERE run_id = ?1 AND stage = ?2 AND key = ?3)
- ORDER BY step`, runID, stage, key)
+WITH s AS (
+  SELECT id, attempt FROM metric_series WHERE run_id = ? AND stage = ? AND key = ?
+   ORDER BY attempt DESC LIMIT 1
+)
+SELECT s.attempt, p.step, p.value, p.wall_ns
+  FROM s JOIN metric_points p ON p.series_id = s.id
+ ORDER BY p.step`, runID, stage, key)
 	if err != nil {
 		return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
 	}
@@ -259,17 +416,9 @@ SELECT attempt, step, value, wall_ns FROM metric_points
 // already wrote. Keys the attempt never logged are absent.
 func (db *DB) MaxSteps(ctx context.Context, runID, stage string, attempt int) (map[string]int64, error) {
 	rows, err := db.r.QueryContext(ctx, `
-WITH RECURSIVE k(key) AS (
-    SELECT (SELECT min(key) FROM metric_points WHERE run_id = ?1 AND stage = ?2)
-    UNION ALL
-    SELECT (SELECT min(key) FROM metric_points WHERE run_id = ?1 AND stage = ?2 AND key > k.key)
-      FROM k WHERE k.key IS NOT NULL
-  ),
-  ks(key, step) AS (
-    SELECT k.key, (SELECT max(step) FROM metric_points WHERE run_id = ?1 AND stage = ?2 AND key = k.key AND attempt = ?3)
-      FROM k WHERE k.key IS NOT NULL
-  )
-SELECT key, step FROM ks WHERE step IS NOT NULL`, runID, stage, attempt)
+SELECT s.key, (SELECT max(step) FROM metric_points WHERE series_id = s.id)
+  FROM metric_series s
+ WHERE s.run_id = ? AND s.stage = ? AND s.attempt = ?`, runID, stage, attempt)
 	if err != nil {
 		return nil, fmt.Errorf("max steps of attempt %d of stage %s of run %s: %w", attempt, stage, runID, err)
 	}
@@ -278,12 +427,14 @@ SELECT key, step FROM ks WHERE step IS NOT NULL`, runID, stage, attempt)
 	for rows.Next() {
 		var (
 			k    string
-			step int64
+			step sql.NullInt64
 		)
 		if err := rows.Scan(&k, &step); err != nil {
 			return nil, fmt.Errorf("max steps of attempt %d of stage %s of run %s: %w", attempt, stage, runID, err)
 		}
-		out[k] = step
+		if step.Valid {
+			out[k] = step.Int64
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("max steps of attempt %d of stage %s of run %s: %w", attempt, stage, runID, err)
@@ -294,7 +445,8 @@ SELECT key, step FROM ks WHERE step IS NOT NULL`, runID, stage, attempt)
 // CountMetricPoints returns how many metric points a run has.
 func (db *DB) CountMetricPoints(ctx context.Context, runID string) (int, error) {
 	var n int
-	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM metric_points WHERE run_id = ?`, runID).Scan(&n); err != nil {
+	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM metric_points
+		WHERE series_id IN (SELECT id FROM metric_series WHERE run_id = ?)`, runID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count metric points of run %s: %w", runID, err)
 	}
 	return n, nil

@@ -245,6 +245,7 @@ func (db *DB) DeleteRun(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete run %s: %w", id, err)
 	}
+	db.forgetSeries()
 	return mustAffect(res, "delete run %s", id)
 }
 

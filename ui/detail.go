@@ -80,7 +80,7 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point) {
 			took = end.Sub(s.StartedAt).Round(100 * time.Millisecond).String()
 		}
 		line := widget.NewLabel(fmt.Sprintf("attempt %d/%d · exit %s · %s", s.Attempts, s.MaxAttempts, exit, took))
-		row := container.NewHBox(chip(s.Name, s.State), line)
+		row := container.NewHBox(container.NewCenter(chip(s.Name, s.State)), line)
 		rows = append(rows, row)
 		if s.Reason != "" {
 			note := widget.NewLabel("    " + s.Reason)

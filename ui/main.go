@@ -187,7 +187,11 @@ func summary(runs []engine.RunInfo) string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	return fmt.Sprintf("%d runs: %s", len(runs), strings.Join(parts, ", "))
+	noun := "runs"
+	if len(runs) == 1 {
+		noun = "run"
+	}
+	return fmt.Sprintf("%d %s: %s", len(runs), noun, strings.Join(parts, ", "))
 }
 
 func (v *MainView) listLen() int {

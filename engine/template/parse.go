@@ -432,6 +432,8 @@ func (p *parser) choices(prm *Param, f *fieldSet, pre string) {
 			p.addf(raw.Line, "%schoice %d must be a single value", pre, i+1)
 		case c.Value == "":
 			p.addf(raw.Line, "%schoice %d is empty; remove it", pre, i+1)
+		case badText(c.Value) != "":
+			p.addf(raw.Line, "%schoice %q %s", pre, c.Value, badText(c.Value))
 		case slices.Contains(prm.Choices, c.Value):
 			p.addf(raw.Line, "%schoice %q is listed twice; remove one", pre, c.Value)
 		default:
@@ -513,6 +515,10 @@ func (p *parser) paramDefault(prm *Param, f *fieldSet, pre string, rangeOK bool,
 		}
 		prm.Default = s
 	case KindString:
+		if why := badText(s); why != "" {
+			p.addf(line, "%sdefault %q %s", pre, s, why)
+			return
+		}
 		prm.Default = s
 	}
 }
@@ -637,6 +643,9 @@ func (p *parser) command(st *Stage, f *fieldSet, pre string, refs *refChecker) {
 		if j == 0 && a.Value == "" {
 			p.addf(raw.Line, "%sthe program (the first command argument) is empty", pre)
 		}
+		if why := badText(a.Value); why != "" {
+			p.addf(raw.Line, "%scommand argument %d %s", pre, j+1, why)
+		}
 		st.Command = append(st.Command, a.Value)
 		refs.check(p, a.Value, raw.Line, fmt.Sprintf("%scommand argument %d", pre, j+1))
 	}
@@ -724,6 +733,8 @@ func (p *parser) env(st *Stage, f *fieldSet, pre string, refs *refChecker) {
 			p.addf(ef.line(name), "%senv %s has no value; write %s: \"\" for an empty one", pre, name, name)
 		case v.Kind != yaml.ScalarNode:
 			p.addf(ef.line(name), "%senv %s must be a single value, not %s", pre, name, kindName(v))
+		case badText(v.Value) != "":
+			p.addf(ef.line(name), "%senv %s %s", pre, name, badText(v.Value))
 		default:
 			st.Env[name] = v.Value
 			refs.check(p, v.Value, ef.line(name), fmt.Sprintf("%senv %s", pre, name))

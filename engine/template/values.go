@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Values maps parameter names to values: float64 for float parameters,
@@ -154,8 +155,14 @@ func FormatValue(x any) string {
 }
 
 // JSON encodes the values as canonical JSON: one object, keys sorted, no
-// insignificant space, no HTML escaping. NaN and infinities are errors.
+// insignificant space, no HTML escaping. NaN, infinities and strings that
+// are not valid UTF-8 are errors (JSON cannot carry them exactly).
 func (v Values) JSON() ([]byte, error) {
+	for _, k := range sortedKeys(v) {
+		if s, ok := v[k].(string); ok && !utf8.ValidString(s) {
+			return nil, fmt.Errorf("encode parameter values: %s: %q is not valid UTF-8 text", k, s)
+		}
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -344,8 +351,12 @@ func checkValue(p Param, x any) error {
 			return fmt.Errorf("%s: %s is not one of the choices (%s)", p.Name, show(x), describe(p))
 		}
 	case KindString:
-		if _, ok := x.(string); !ok {
+		s, ok := x.(string)
+		if !ok {
 			return fmt.Errorf("%s: %s is not a string (%s)", p.Name, show(x), describe(p))
+		}
+		if why := badText(s); why != "" {
+			return fmt.Errorf("%s: %s %s (%s)", p.Name, show(x), why, describe(p))
 		}
 	default:
 		return fmt.Errorf("%s: parameter has unknown type %q", p.Name, p.Type)
@@ -422,6 +433,18 @@ func show(x any) string {
 		return FormatValue(x)
 	}
 	return fmt.Sprintf("%v (%T)", x, x)
+}
+
+// badText says why s cannot be a parameter value, which may end up in a
+// command line, an environment variable and params.json; "" if it can.
+func badText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8 text"
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL character, which a command line cannot carry"
+	}
+	return ""
 }
 
 // parseFloat parses a finite decimal number, allowing surrounding space.

@@ -63,6 +63,8 @@ func TestResolve(t *testing.T) {
 		{name: "int below only a min", sets: map[string]string{"epochs": "0"}, wantErr: `epochs: 0 is below the minimum (epochs is an integer between 1 and 500)`},
 		{name: "choice not a choice", sets: map[string]string{"optimizer": "adamw"}, wantErr: `optimizer: "adamw" is not one of the choices (optimizer is one of: adam, sgd)`},
 		{name: "bool not a bool", sets: map[string]string{"augment": "maybe"}, wantErr: `augment: "maybe" is not true or false (augment is true or false (also yes/no, 1/0))`},
+		{name: "string with a NUL", sets: map[string]string{"note": "a\x00b"}, wantErr: `note: "a\x00b" contains a NUL character, which a command line cannot carry (note is a string)`},
+		{name: "string not UTF-8", sets: map[string]string{"note": "\xe8"}, wantErr: `note: "\xe8" is not valid UTF-8 text (note is a string)`},
 		{name: "unknown name", sets: map[string]string{"lrr": "1"}, wantErr: `unknown parameter "lrr" (known: augment, batch_size, epochs, hidden, lr, note, optimizer)`},
 		{name: "every bad entry reported", sets: map[string]string{"lr": "x", "hidden": "y"}, wantErr: "hidden: \"y\" is not a whole number (hidden is an integer between 8 and 1024)\nlr: \"x\" is not a number"},
 	}
@@ -221,6 +223,8 @@ func TestValuesJSONRoundTrip(t *testing.T) {
 
 	_, err = Values{"lr": nan()}.JSON()
 	require.Error(t, err)
+	_, err = Values{"note": "\xe8"}.JSON()
+	require.ErrorContains(t, err, "is not valid UTF-8 text")
 }
 
 func TestValuesFromJSON(t *testing.T) {

@@ -66,19 +66,35 @@ CREATE TABLE attempts (
     FOREIGN KEY (run_id, stage) REFERENCES stages (run_id, name) ON DELETE CASCADE
 ) WITHOUT ROWID;
 
--- One row per (run, stage, key, attempt, step); the primary key is the only
--- index and serves MetricSeries, LastMetrics and MaxSteps by seeks. Writing
--- the same point twice keeps the last value.
-CREATE TABLE metric_points (
+-- Metrics are split in two for write speed: a series is one key logged by
+-- one attempt of one stage; a point is (series, step) -> value. Points are
+-- small, integer-keyed rows in one b-tree, so the hot insert path binds no
+-- strings and each series grows at its own end of the tree.
+-- AUTOINCREMENT: a series id is never reused, so an id cached by a writer
+-- can never silently point at another series after a delete.
+CREATE TABLE metric_series (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id  TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     stage   TEXT    NOT NULL,
     key     TEXT    NOT NULL,
     attempt INTEGER NOT NULL,
-    step    INTEGER NOT NULL,
-    value   REAL,
-    wall_ns INTEGER,
-    PRIMARY KEY (run_id, stage, key, attempt, step)
+    UNIQUE (run_id, stage, key, attempt)
+);
+
+-- Writing the same (series, step) twice keeps the last value.
+CREATE TABLE metric_points (
+    series_id INTEGER NOT NULL REFERENCES metric_series (id) ON DELETE CASCADE,
+    step      INTEGER NOT NULL,
+    value     REAL,
+    wall_ns   INTEGER,
+    PRIMARY KEY (series_id, step)
 ) WITHOUT ROWID;
+
+-- The flat shape, for ad-hoc queries and exports.
+CREATE VIEW metric_points_flat AS
+SELECT s.run_id, s.stage, s.attempt, s.key, p.step, p.value, p.wall_ns
+  FROM metric_points p
+  JOIN metric_series s ON s.id = p.series_id;
 
 CREATE TABLE events (
     id       INTEGER PRIMARY KEY AUTOINCREMENT,

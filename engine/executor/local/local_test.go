@@ -593,9 +593,11 @@ func TestStartRemovesStaleExitFile(t *testing.T) {
 }
 
 // stopGraceful is a child that exits 0 on SIGTERM, with a grandchild that
-// dies of it. It writes the grandchild's pid to gc once its trap is set.
+// dies of it. The grandchild writes its own pid, from a freshly exec'd
+// shell: a forked shell that has not exec'd yet still has its parent's TERM
+// handler, and a SIGTERM that lands then is lost.
 const stopGraceful = `trap 'exit 0' TERM
-sleep 60 & echo $! > gc.tmp && mv gc.tmp gc
+sh -c 'echo $$ > gc.tmp && mv gc.tmp gc; exec sleep 60' &
 wait`
 
 // stopStubborn is a child that ignores SIGTERM, as does its grandchild. It

@@ -1,0 +1,182 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+	"github.com/stretchr/testify/require"
+
+	"niuma/engine"
+)
+
+// fakeBackend is an engine stand-in holding runs in memory.
+type fakeBackend struct {
+	mu        sync.Mutex
+	runs      []engine.RunInfo
+	submitted []engine.RunSpec
+	cancelled []string
+	events    engine.Broker
+}
+
+func (f *fakeBackend) Runs(context.Context, int) ([]engine.RunInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]engine.RunInfo(nil), f.runs...), nil
+}
+
+func (f *fakeBackend) Run(_ context.Context, id string) (engine.RunInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.runs {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return engine.RunInfo{}, errors.New("no run " + id)
+}
+
+func (f *fakeBackend) LastMetrics(_ context.Context, id string) ([]engine.Point, error) {
+	return []engine.Point{{Stage: "train", Key: "val_acc", Step: 29, Value: 0.973}}, nil
+}
+
+func (f *fakeBackend) Subscribe(buf int) *engine.Subscription { return f.events.Subscribe(buf) }
+
+func (f *fakeBackend) Submit(_ context.Context, spec engine.RunSpec) (engine.RunInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.submitted = append(f.submitted, spec)
+	r := engine.RunInfo{ID: "new-run", Template: "demo", State: engine.Queued, CreatedAt: time.Now()}
+	f.runs = append([]engine.RunInfo{r}, f.runs...)
+	return r, nil
+}
+
+func (f *fakeBackend) Cancel(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancelled = append(f.cancelled, id)
+	return nil
+}
+
+func stages(states ...engine.State) []engine.StageInfo {
+	names := []string{"preprocess", "train", "validate", "analyze"}
+	out := make([]engine.StageInfo, len(states))
+	for i, s := range states {
+		out[i] = engine.StageInfo{Name: names[i], State: s, MaxAttempts: 1}
+	}
+	return out
+}
+
+func newTestView(t *testing.T, b *fakeBackend) (*MainView, fyne.Window) {
+	t.Helper()
+	test.NewTempApp(t)
+	w := test.NewWindow(nil)
+	t.Cleanup(w.Close)
+	v := NewMainView(b, Launcher{Name: "demo", Spec: func() (engine.RunSpec, error) { return engine.RunSpec{Priority: 7}, nil }}, w)
+	w.SetContent(v.Content())
+	w.Resize(fyne.NewSize(1000, 600))
+	return v, w
+}
+
+// texts collects every piece of text drawn under o.
+func texts(o fyne.CanvasObject) []string {
+	var out []string
+	var walk func(fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *canvas.Text:
+			out = append(out, x.Text)
+		case *widget.Label:
+			out = append(out, x.Text)
+		}
+		if c, ok := o.(*fyne.Container); ok {
+			for _, ch := range c.Objects {
+				walk(ch)
+			}
+		}
+		if w, ok := o.(fyne.Widget); ok {
+			for _, ch := range test.WidgetRenderer(w).Objects() {
+				walk(ch)
+			}
+		}
+	}
+	walk(o)
+	return out
+}
+
+func TestRunsListShowsEachStageState(t *testing.T) {
+	now := time.Now()
+	b := &fakeBackend{runs: []engine.RunInfo{
+		{ID: "r2", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now.Add(-5 * time.Second),
+			Stages: stages(engine.Succeeded, engine.Running, engine.Queued, engine.Queued)},
+		{ID: "r1", Template: "digits-mlp", State: engine.Failed, CreatedAt: now.Add(-time.Hour),
+			Stages: stages(engine.Succeeded, engine.Failed, engine.Cancelled, engine.Cancelled)},
+	}}
+	v, _ := newTestView(t, b)
+	v.Reload(context.Background())
+
+	require.Equal(t, 2, v.list.Length())
+	all := texts(v.list)
+	require.Contains(t, all, "r2")
+	require.Contains(t, all, "running")
+	require.Contains(t, all, "failed")
+	require.Contains(t, all, "train")
+	require.Equal(t, "2 runs: 1 running, 1 failed", v.status.Text)
+	require.True(t, v.cancel.Disabled(), "nothing selected")
+
+	v.list.Select(0)
+	v.Reload(context.Background())
+	require.Contains(t, v.detail.title.Text, "running")
+	require.Contains(t, texts(v.detail.content), "train · val_acc = 0.973 (step 29)")
+	require.False(t, v.cancel.Disabled(), "a running run can be cancelled")
+
+	v.list.Select(1)
+	v.Reload(context.Background())
+	require.True(t, v.cancel.Disabled(), "a finished run cannot")
+}
+
+func TestNewRunSubmitsTheLauncherSpec(t *testing.T) {
+	b := &fakeBackend{}
+	v, _ := newTestView(t, b)
+	v.Reload(context.Background())
+	require.Equal(t, "No runs yet. Launch one with New run.", v.status.Text)
+
+	sub := b.Subscribe(8) // the view re-reads after a submit; wait for the submit itself
+	defer sub.Close()
+	test.Tap(v.newRun)
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.submitted) == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, 7, b.submitted[0].Priority)
+	v.Reload(context.Background())
+	require.Equal(t, 1, v.list.Length())
+}
+
+func TestCancelAsksFirst(t *testing.T) {
+	now := time.Now()
+	b := &fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Running, CreatedAt: now, StartedAt: now,
+		Stages: stages(engine.Running)}}}
+	v, w := newTestView(t, b)
+	v.Reload(context.Background())
+	v.list.Select(0)
+	v.Reload(context.Background())
+	test.Tap(v.cancel)
+	b.mu.Lock()
+	require.Empty(t, b.cancelled, "nothing happens before the user confirms")
+	b.mu.Unlock()
+	require.NotNil(t, w.Canvas().Overlays().Top(), "a confirmation dialog is shown")
+}
+
+func TestSummary(t *testing.T) {
+	require.Equal(t, "No runs yet. Launch one with New run.", summary(nil))
+	require.Equal(t, "3 runs: 1 running, 2 succeeded", summary([]engine.RunInfo{
+		{State: engine.Succeeded}, {State: engine.Running}, {State: engine.Succeeded}}))
+}

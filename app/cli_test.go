@@ -184,7 +184,7 @@ func TestKilledNiumaIsRecovered(t *testing.T) {
 stages:
   - name: a
     retries: 1
-    command: [sh, -c, 'mkdir -p a; echo $$ > a/pid.$NIUMA_ATTEMPT; [ "$NIUMA_ATTEMPT" = 2 ] && exit 0; while [ ! -f a/go ]; do sleep 0.05; done']
+    command: [sh, -c, 'mkdir -p a; echo $$$$ > a/pid.$NIUMA_ATTEMPT; [ "$NIUMA_ATTEMPT" = 2 ] && exit 0; while [ ! -f a/go ]; do sleep 0.05; done']
   - name: b
     needs: [a]
     command: ["true"]
@@ -203,6 +203,8 @@ stages:
 				}
 				return len(m) == 1
 			}, 60*time.Second, 20*time.Millisecond)
+			// However the test ends, the stage's wait loop ends with it.
+			t.Cleanup(func() { _ = os.WriteFile(filepath.Join(runDir, "a", "go"), nil, 0o644) })
 			require.NoError(t, wait.Process.Signal(syscall.SIGKILL))
 			_ = wait.Wait()
 			id := filepath.Base(runDir)
@@ -214,7 +216,9 @@ stages:
 				var p int
 				_, err = fmtSscan(strings.TrimSpace(string(pid)), &p)
 				require.NoError(t, err)
-				require.NoError(t, syscall.Kill(-p, syscall.SIGKILL)) // its process group
+				pgid, err := syscall.Getpgid(p)
+				require.NoError(t, err)
+				require.NoError(t, syscall.Kill(-pgid, syscall.SIGKILL)) // the stage's whole process group
 			}
 
 			// Start niuma again.

@@ -373,9 +373,17 @@ func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.J
 		Image: lr.tmpl.Runtime.Image, StdoutPath: stdout, StderrPath: stderr,
 	}
 	st, _ := lr.tmpl.Stage(name)
-	job.Env = contractEnv(r.ID, r.Dir, name, ls.st.Attempts, r.Seed, lr.values, st.Env)
-	argv, err := expandArgv(st.Command, vars(r.ID, r.Dir, name, lr.tmpl.Dir, r.Seed, lr.values))
-	if err == nil {
+	v := vars(r.ID, r.Dir, name, lr.tmpl.Dir, r.Seed, lr.values)
+	env := make(map[string]string, len(st.Env))
+	for k, val := range st.Env {
+		if x, err := template.Expand(val, v); err == nil {
+			env[k] = x
+		}
+	}
+	job.Env = contractEnv(r.ID, r.Dir, name, ls.st.Attempts, r.Seed, lr.values, env)
+	// Submit checked that the command expands; an empty Argv fails the
+	// attempt with a clear reason should that ever change.
+	if argv, err := expandArgv(st.Command, v); err == nil {
 		job.Argv = argv
 	}
 	return job

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 // The metric insert fast path.
@@ -60,7 +58,6 @@ type batchSeries struct {
 	k     seriesKey
 	id    int64
 	boxed any // id boxed once for binding
-	isNew bool
 }
 
 // metricWriter is the state of the fast path; guarded by DB.metricMu.
@@ -213,6 +210,7 @@ func (db *DB) InsertMetricPoints(ctx context.Context, pts []MetricPoint) error {
 	defer db.metricMu.Unlock()
 	w := &db.mw
 	if err := w.prepare(ctx, db.w); err != nil {
+		_ = w.close() // start from scratch next time
 		return fmt.Errorf("insert %d metric points: prepare: %w", len(pts), err)
 	}
 	w.group(pts)
@@ -228,9 +226,11 @@ func (db *DB) InsertMetricPoints(ctx context.Context, pts []MetricPoint) error {
 	return nil
 }
 
+// isForeignKeyErr matches SQLite's own message rather than sqlite3.Error,
+// so that this package still compiles without cgo (ui's tests build the
+// engine, and with it storage, with CGO_ENABLED=0).
 func isForeignKeyErr(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
 }
 
 // insertGrouped runs the transaction of InsertMetricPoints on points grouped
@@ -251,7 +251,6 @@ func (db *DB) insertGrouped(ctx context.Context, pts []MetricPoint) (usedCache b
 	var find, add *sql.Stmt
 	for j := range w.series {
 		s := &w.series[j]
-		s.isNew = false
 		if id, ok := w.ids[s.k]; ok {
 			s.id, usedCache = id, true
 		} else {
@@ -270,7 +269,6 @@ func (db *DB) insertGrouped(ctx context.Context, pts []MetricPoint) (usedCache b
 				if s.id, err = res.LastInsertId(); err != nil {
 					return usedCache, err
 				}
-				s.isNew = true
 			case err != nil:
 				return usedCache, fmt.Errorf("find series %s of stage %s attempt %d: %w", s.k.key, s.k.stage, s.k.attempt, err)
 			}
@@ -385,24 +383,36 @@ SELECT s.stage, s.key, s.attempt, p.step, p.value, p.wall_ns
 // MetricSeries returns the points of one key of one stage from the latest
 // attempt that logged that key, ordered by step. No points is not an error.
 func (db *DB) MetricSeries(ctx context.Context, runID, stage, key string) ([]MetricPoint, error) {
-	rows, err := db.r.QueryContext(ctx, `
-WITH s AS (
-  SELECT id, attempt FROM metric_series WHERE run_id = ? AND stage = ? AND key = ?
-   ORDER BY attempt DESC LIMIT 1
-)
-SELECT s.attempt, p.step, p.value, p.wall_ns
-  FROM s JOIN metric_points p ON p.series_id = s.id
- ORDER BY p.step`, runID, stage, key)
+	var (
+		id      int64
+		attempt int
+	)
+	err := db.r.QueryRowContext(ctx, `SELECT id, attempt FROM metric_series
+		WHERE run_id = ? AND stage = ? AND key = ? ORDER BY attempt DESC LIMIT 1`, runID, stage, key).Scan(&id, &attempt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
+	}
+	// In primary-key order: no sort.
+	rows, err := db.r.QueryContext(ctx, `SELECT step, value, wall_ns FROM metric_points
+		WHERE series_id = ? ORDER BY step`, id)
 	if err != nil {
 		return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
 	}
 	defer rows.Close()
 	var out []MetricPoint
 	for rows.Next() {
-		p := MetricPoint{RunID: runID, Stage: stage, Key: key}
-		if err := scanPointTail(rows, &p); err != nil {
+		var (
+			v    sql.NullFloat64
+			wall sql.NullInt64
+		)
+		p := MetricPoint{RunID: runID, Stage: stage, Key: key, Attempt: attempt}
+		if err := rows.Scan(&p.Step, &v, &wall); err != nil {
 			return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
 		}
+		p.Value, p.Wall = floatOf(v), timeOf(wall)
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {

@@ -217,9 +217,11 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 }
 
 // UpdateRun writes the mutable fields of a run: State, Error,
-// CancelRequested, Fingerprint, StartedAt and FinishedAt.
+// CancelRequested, Fingerprint, StartedAt and FinishedAt. CancelRequested
+// is sticky: UpdateRun can set it but never clears it, so that a cancel
+// requested (RequestCancel) after the caller read the run is not lost.
 func (db *DB) UpdateRun(ctx context.Context, r Run) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, cancel_requested = ?,
+	res, err := db.w.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, cancel_requested = (cancel_requested OR ?),
 		fingerprint = ?, started_ns = ?, finished_ns = ? WHERE id = ?`,
 		string(r.State), r.Error, boolArg(r.CancelRequested), r.Fingerprint,
 		timeArg(r.StartedAt), timeArg(r.FinishedAt), r.ID)

@@ -189,7 +189,7 @@ func TestRunRoundTrip(t *testing.T) {
 				ID: "20261129-175700-3f2a", Template: "llm-finetune", TemplateVersion: "0.3",
 				TemplateSource: "/home/me/t.yaml", TemplateYAML: "name: x\n", Params: `{"lr":1e-4}`,
 				Seed: -7, Priority: 3, Executor: "local", State: RunFailed, Error: "train ran out of GPU memory.",
-				CancelRequested: true, Fingerprint: "sha256:abc", Dir: "/runs/x",
+				CancelRequested: true, Fingerprint: "sha256:abc", Dir: "/runs/x", CodeDir: "/templates/llm",
 				CreatedAt: ts(0), StartedAt: ts(1), FinishedAt: ts(2),
 			},
 			stages: []Stage{{
@@ -460,11 +460,12 @@ func TestUpdateRunAndCancel(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, got.CancelRequested)
 
-	got.StartedAt, got.FinishedAt = time.Time{}, time.Time{}
-	require.NoError(t, db.UpdateRun(ctx, got))
+	r.StartedAt, r.FinishedAt = time.Time{}, time.Time{} // r was read before the cancel request
+	require.NoError(t, db.UpdateRun(ctx, r))
 	got, err = db.GetRun(ctx, "r")
 	require.NoError(t, err)
 	require.True(t, got.StartedAt.IsZero(), "a zero time clears the column")
+	require.True(t, got.CancelRequested, "a stale UpdateRun does not undo a cancel request")
 
 	tests := []struct {
 		name string
@@ -759,6 +760,78 @@ func TestInsertMetricPointsIsAtomic(t *testing.T) {
 	n, err = db.CountMetricPoints(ctx, "r")
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+func TestInsertMetricPointsManySeriesInterleaved(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	createTestRun(t, db, "r", ts(0))
+	// 3 stages x 2 attempts x 7 keys = 42 series (more than the linear
+	// lookup handles), interleaved point by point, in two calls.
+	var pts []MetricPoint
+	for step := int64(0); step < 50; step++ {
+		for _, stage := range []string{"train", "validate", "preprocess"} {
+			for attempt := 1; attempt <= 2; attempt++ {
+				for k := range 7 {
+					v := float64(step)*1000 + float64(attempt)*100 + float64(k)
+					pts = append(pts, MetricPoint{RunID: "r", Stage: stage, Attempt: attempt, Key: fmt.Sprintf("k%d", k), Step: step, Value: v})
+				}
+			}
+		}
+	}
+	require.NoError(t, db.InsertMetricPoints(ctx, pts[:777]))
+	require.NoError(t, db.InsertMetricPoints(ctx, pts[777:]))
+
+	n, err := db.CountMetricPoints(ctx, "r")
+	require.NoError(t, err)
+	require.Equal(t, len(pts), n)
+	for _, stage := range []string{"train", "validate", "preprocess"} {
+		for k := range 7 {
+			got, err := db.MetricSeries(ctx, "r", stage, fmt.Sprintf("k%d", k))
+			require.NoError(t, err)
+			require.Len(t, got, 50)
+			for step, p := range got {
+				require.Equal(t, 2, p.Attempt)
+				require.Equal(t, int64(step), p.Step)
+				require.Equal(t, float64(step)*1000+200+float64(k), p.Value)
+			}
+		}
+		steps, err := db.MaxSteps(ctx, "r", stage, 1)
+		require.NoError(t, err)
+		require.Len(t, steps, 7)
+		require.Equal(t, int64(49), steps["k3"])
+	}
+}
+
+// A series id cached by one handle goes stale when another handle deletes
+// the run; the insert must notice (foreign key) and look the series up again.
+func TestInsertMetricPointsAfterRunDeletedElsewhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "niuma.db")
+	a, err := Open(path)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open(path)
+	require.NoError(t, err)
+	defer b.Close()
+	ctx := context.Background()
+
+	createTestRun(t, a, "r", ts(0))
+	require.NoError(t, a.InsertMetricPoints(ctx, []MetricPoint{pt("train", 1, "loss", 1, 1)}))
+
+	// Deleted and created again (same id) by the other handle: a's cached
+	// series id is stale.
+	require.NoError(t, b.DeleteRun(ctx, "r"))
+	createTestRun(t, b, "r", ts(1))
+	require.NoError(t, a.InsertMetricPoints(ctx, []MetricPoint{pt("train", 1, "loss", 2, 2)}))
+	got, err := b.MetricSeries(ctx, "r", "train", "loss")
+	require.NoError(t, err)
+	require.Equal(t, []MetricPoint{pt("train", 1, "loss", 2, 2)}, got, "no point of the deleted run survives or leaks in")
+
+	// Deleted for good: the insert fails, naming the cause.
+	require.NoError(t, b.DeleteRun(ctx, "r"))
+	err = a.InsertMetricPoints(ctx, []MetricPoint{pt("train", 1, "loss", 3, 3)})
+	require.Error(t, err, "the run is gone")
+	require.Contains(t, err.Error(), "FOREIGN KEY")
 }
 
 // ---- events and GPU samples ----

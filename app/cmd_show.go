@@ -276,6 +276,12 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 		}
 	}
 	for _, st := range stages {
+		if *follow && *attempt == 0 {
+			// Following: wait for the stage to start (or to be skipped).
+			if st, err = c.awaitStart(ctx, s.engine, r.ID, st.Name); err != nil {
+				return err
+			}
+		}
 		n := *attempt
 		if n == 0 {
 			n = st.Attempts
@@ -305,6 +311,28 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 	return nil
 }
 
+// awaitStart polls a stage until it has an attempt or has ended.
+func (c *cli) awaitStart(ctx context.Context, eng *engine.Engine, runID, stage string) (engine.StageInfo, error) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r, err := eng.Run(ctx, runID)
+		if err != nil {
+			return engine.StageInfo{}, err
+		}
+		for _, st := range r.Stages {
+			if st.Name == stage && (st.Attempts > 0 || st.State.Done()) {
+				return st, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return engine.StageInfo{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
 // followStage prints a stage's output as it is written until the attempt
 // ends (or the user interrupts).
 func (c *cli) followStage(ctx context.Context, eng *engine.Engine, runID, stage string, attempt int, paths ...string) error {
@@ -320,7 +348,7 @@ func (c *cli) followStage(ctx context.Context, eng *engine.Engine, runID, stage 
 	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	finished := 0
+	finished, stopping := 0, false
 	for finished < len(paths) {
 		select {
 		case l := <-lines:
@@ -328,12 +356,16 @@ func (c *cli) followStage(ctx context.Context, eng *engine.Engine, runID, stage 
 		case <-done:
 			finished++
 		case <-tick.C:
+			if stopping {
+				continue
+			}
 			r, err := eng.Run(ctx, runID)
 			if err != nil {
 				return err
 			}
 			for _, st := range r.Stages {
 				if st.Name == stage && (st.Attempts != attempt || st.State != engine.Running) {
+					stopping = true
 					for _, f := range followers {
 						go f.Stop() // Stop drains into lines, which this loop empties
 					}

@@ -33,7 +33,8 @@ const (
 //
 // Run follows until ctx ends (it then returns at once with ctx's error) or
 // until Stop is called: then it reads what the file holds up to its end,
-// delivers a final line that has no newline, and returns nil.
+// delivers a final line that has no newline, and returns nil. Once Stop is
+// called the drain happens even if ctx ends too.
 type Follower struct {
 	Path    string
 	From    int64         // file offset to start at (0 = the beginning)
@@ -118,6 +119,7 @@ func (f *Follower) Run(ctx context.Context) (err error) {
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	stopping := false
+	reached := f.From == 0 // the file has been seen as long as our position
 	for {
 		if file == nil {
 			file, err = os.Open(f.Path)
@@ -139,6 +141,7 @@ func (f *Follower) Run(ctx context.Context) (err error) {
 			n, err := file.Read(r.buf[len(r.buf):cap(r.buf)])
 			if n > 0 {
 				r.consume(n)
+				reached = true
 				continue
 			}
 			if err != nil && err != io.EOF {
@@ -149,14 +152,30 @@ func (f *Follower) Run(ctx context.Context) (err error) {
 				r.finish()
 				return nil
 			}
-			if st, err := file.Stat(); err == nil && st.Size() < r.next() {
-				log.Warn("followed file shrank; reading it again from the start",
-					"path", f.Path, "size", st.Size(), "offset", r.next())
-				file.Close()
-				file = nil
-				r.reset()
-				continue
+			// A file smaller than the position once reached was truncated or
+			// replaced. (Until the file has reached From, it may still be
+			// on its way there: no conclusion.)
+			if st, err := file.Stat(); err == nil {
+				switch size := st.Size(); {
+				case size >= r.next():
+					reached = true
+				case reached:
+					log.Warn("followed file shrank; reading it again from the start",
+						"path", f.Path, "size", size, "offset", r.next())
+					file.Close()
+					file = nil
+					r.reset()
+					continue
+				}
 			}
+		}
+		// A requested drain wins over ctx: callers often Stop and then
+		// cancel ctx right away.
+		select {
+		case <-f.stop:
+			stopping = true
+			continue
+		default:
 		}
 		timer.Reset(poll)
 		select {

@@ -170,3 +170,31 @@ func TestFollow(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, []string{"one", "two"}, got)
 }
+
+func TestFollowerStopWinsOverCancelledContext(t *testing.T) {
+	// The engine's pattern: Stop, then cancel Run's context at once. The
+	// drain must still happen, even if Run only starts afterwards.
+	path := filepath.Join(t.TempDir(), "s.log")
+	appendFile(t, path, "a\nb\ntail")
+	for range 20 {
+		var got []string
+		f := &Follower{Path: path, Poll: never, OnLine: func(l []byte, _ int64) { got = append(got, string(l)) }}
+		ctx, cancel := context.WithCancel(t.Context())
+		f.Stop()
+		cancel()
+		require.NoError(t, f.Run(ctx))
+		assert.Equal(t, []string{"a", "b", "tail"}, got)
+	}
+}
+
+func TestFollowerWaitsForFileToReachFrom(t *testing.T) {
+	// Resuming at an offset the file has not reached (yet) is not a truncation.
+	path := filepath.Join(t.TempDir(), "grow.log")
+	appendFile(t, path, "ab")
+	f := &Follower{Path: path, From: 4}
+	lines, errc := followTest(t, f)
+	appendFile(t, path, "c\nd\n")
+	assert.Equal(t, gotLine{"d", 6}, next(t, lines))
+	f.Stop()
+	require.NoError(t, <-errc)
+}

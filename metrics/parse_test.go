@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -299,9 +300,18 @@ func FuzzParseLine(f *testing.F) {
 	for _, line := range seedLines {
 		f.Add([]byte(line))
 	}
+	for _, frag := range []string{"1.5e3", "-0.0", "12345678901234567890", `"a\u00e9"`, `[1,{"a":NaN}]`, `caf\u00e9`, `\ud83d\ude00`} {
+		f.Add([]byte(frag))
+	}
 	var p Parser // reused on purpose: stale state must not leak between lines
-	f.Fuzz(func(t *testing.T, line []byte) {
-		crossCheck(t, &p, line)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		// The input as a line, and spliced into a line as a value, as the
+		// step and as a name, so that mutations of one token are checked
+		// without the fuzzer having to build the object around it.
+		crossCheck(t, &p, in)
+		crossCheck(t, &p, slices.Concat([]byte(`{"step":1,"v":`), in, []byte(`,"w":2}`)))
+		crossCheck(t, &p, slices.Concat([]byte(`{"step":`), in, []byte(`}`)))
+		crossCheck(t, &p, slices.Concat([]byte(`{"step":1,"`), in, []byte(`":3}`)))
 	})
 }
 

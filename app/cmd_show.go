@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -185,7 +184,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, " — %s", r.Error)
 	}
 	fmt.Fprintln(c.out)
-	fmt.Fprintf(c.out, "params    %s\n", formatParams(r.Params))
+	fmt.Fprintf(c.out, "params    %s\n", strings.Join(r.ParamPairs(), " "))
 	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s\n", r.Seed, r.Priority, r.Executor)
 	fmt.Fprintf(c.out, "created   %s   duration %s\n", r.CreatedAt.Local().Format(time.DateTime), duration(r.Elapsed(now)))
 	fmt.Fprintf(c.out, "dir       %s\n\n", r.Dir)
@@ -217,19 +216,6 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		return tw.flush()
 	}
 	return nil
-}
-
-func formatParams(p map[string]any) string {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, p[k])
-	}
-	return strings.Join(parts, " ")
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"niuma/storage"
@@ -78,6 +79,15 @@ type Point struct {
 	Step    int64     `json:"step"`
 	Value   float64   `json:"value"`
 	Wall    time.Time `json:"wall,omitzero"`
+}
+
+// ParamPairs lists the run's parameters as "name=value", sorted by name.
+func (r RunInfo) ParamPairs() []string {
+	out := make([]string, 0, len(r.Params))
+	for _, k := range sortedKeys(r.Params) {
+		out = append(out, fmt.Sprintf("%s=%v", k, r.Params[k]))
+	}
+	return out
 }
 
 // Elapsed is how long the run has taken so far (or took).

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +55,7 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point) {
 	d.title.SetText(fmt.Sprintf("%s %s — %s", r.Template, r.TemplateVersion, r.State))
 	lines := []string{
 		"Run " + r.ID,
-		"Parameters: " + params(r.Params),
+		"Parameters: " + strings.Join(r.ParamPairs(), ", "),
 		fmt.Sprintf("Seed %d · priority %d · executor %s", r.Seed, r.Priority, r.Executor),
 	}
 	if r.Error != "" {
@@ -101,17 +100,4 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point) {
 	}
 	d.metrics.Objects = mrows
 	d.metrics.Refresh()
-}
-
-func params(p map[string]any) string {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, p[k])
-	}
-	return strings.Join(parts, ", ")
 }

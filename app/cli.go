@@ -10,11 +10,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"niuma/app/fynelocale"
 )
 
 // Main runs niuma with the given arguments: no arguments opens the window,
 // a subcommand drives the same engine headless. It returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	fynelocale.Restore()
 	if len(args) == 0 {
 		return runWindow(stderr)
 	}
@@ -101,14 +104,18 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.msg }
 
-// oneLine keeps the first line of an error, plus how many more there were,
-// so that a user reads a sentence, not a wall.
+// oneLine keeps the first line of an error and says how many more there
+// were, so that a user reads a sentence, not a wall.
 func oneLine(err error) string {
 	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
 	if len(lines) == 1 {
 		return lines[0]
 	}
-	return fmt.Sprintf("%s (and %d more problem(s); see above)", lines[0], len(lines)-1)
+	more := "1 more problem"
+	if len(lines) > 2 {
+		more = fmt.Sprintf("%d more problems", len(lines)-1)
+	}
+	return fmt.Sprintf("%s (and %s after this one)", lines[0], more)
 }
 
 type cli struct {

@@ -34,6 +34,9 @@ const (
 	// maxSide bounds Width and Height (in points) so that a typo cannot ask
 	// for a multi-gigabyte image.
 	maxSide = 4096
+	// maxPixels bounds a PNG's pixel count (size × resolution): 64 Mpx,
+	// a 256 MiB RGBA canvas.
+	maxPixels = 64 << 20
 	// minSide is the smallest Width or Height that still fits the axes.
 	minSide = 64
 )
@@ -58,8 +61,21 @@ type Options struct {
 	// placed on it and are dropped.
 	LogY bool
 
+	// LogX draws the X axis on a log₁₀ scale (for a parameter such as a
+	// learning rate); points with X <= 0 are dropped. For a scatter the X
+	// range gets the same head room as Y.
+	LogX bool
+
 	// Dark selects the dark palette (for a dark window theme).
 	Dark bool
+
+	// DPI is the resolution of PNG output in dots per inch; zero means
+	// [DPI] (96). Print (a PDF) wants 192 or more. SVG ignores it.
+	DPI float64
+
+	// Scatter draws each point as a dot instead of joining them with lines
+	// (for a parameter against an objective, where order means nothing).
+	Scatter bool
 
 	// MaxPoints caps the points drawn per series; longer series are reduced
 	// with LTTB. Zero means DefaultMaxPoints, a negative value disables
@@ -129,6 +145,13 @@ func (o Options) normalized() (Options, error) {
 				o.Width, o.Height, minSide, maxSide, DefaultWidth, DefaultHeight)
 		}
 	}
+	if !(o.DPI >= 0 && o.DPI <= 600) { // also rejects NaN
+		return o, fmt.Errorf("plot: PNG resolution %g dpi is out of range: use 0 (the default %d) up to 600", o.DPI, DPI)
+	}
+	if dpi := max(o.DPI, DPI); o.Width*o.Height*(dpi/72)*(dpi/72) > maxPixels {
+		return o, fmt.Errorf("plot: a %gx%g point chart at %g dpi is over %d megapixels: lower the size or the resolution",
+			o.Width, o.Height, dpi, maxPixels>>20)
+	}
 	switch {
 	case o.MaxPoints == 0:
 		o.MaxPoints = DefaultMaxPoints
@@ -149,9 +172,8 @@ type curve struct {
 // style. Styles follow the series' index, so a series keeps its colour even
 // when an earlier one has no data.
 func prepare(series []Series, opt Options, th theme) []curve {
-	keep := func(x, y float64) bool { return isFinite(x) && isFinite(y) }
-	if opt.LogY {
-		keep = func(x, y float64) bool { return isFinite(x) && isFinite(y) && y > 0 }
+	keep := func(x, y float64) bool {
+		return isFinite(x) && isFinite(y) && (!opt.LogY || y > 0) && (!opt.LogX || x > 0)
 	}
 	curves := make([]curve, len(series))
 	for i, s := range series {
@@ -202,6 +224,10 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 		p.Y.Scale = gplot.LogScale{}
 		p.Y.Tick.Marker = logTicks{target: yTarget}
 	}
+	if opt.LogX {
+		p.X.Scale = gplot.LogScale{}
+		p.X.Tick.Marker = logTicks{target: xTarget}
+	}
 
 	grid := plotter.NewGrid()
 	grid.Vertical = draw.LineStyle{Color: th.grid, Width: vg.Points(0.75)}
@@ -209,9 +235,9 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 	p.Add(grid)
 
 	for _, c := range curves {
-		switch len(c.xys) {
-		case 0:
-		case 1: // a one-point line is invisible: draw a dot
+		switch n := len(c.xys); {
+		case n == 0:
+		case n == 1 || opt.Scatter: // a one-point line is invisible: draw a dot
 			s, _ := plotter.NewScatter(c.xys) // cannot fail: points are finite
 			s.GlyphStyle = draw.GlyphStyle{Color: c.style.Color, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 			p.Add(s)
@@ -226,7 +252,11 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 
 	// Set the ranges last: Add widens them to the data, we add margins.
 	p.X.Min, p.X.Max = xmin, xmax
-	if xmin == xmax {
+	switch {
+	case opt.LogX || opt.Scatter:
+		// Dots at the very edge would be cut in half: pad like Y.
+		p.X.Min, p.X.Max = paddedRange(xmin, xmax, opt.LogX)
+	case xmin == xmax:
 		p.X.Min, p.X.Max = xmin-1, xmax+1
 	}
 	p.Y.Min, p.Y.Max = paddedRange(ymin, ymax, opt.LogY)
@@ -287,7 +317,7 @@ func noData(p *gplot.Plot, opt Options, th theme) {
 	p.X.Tick.Marker = gplot.ConstantTicks{}
 	p.Y.Tick.Marker = gplot.ConstantTicks{}
 	msg := "no data"
-	if opt.LogY {
+	if opt.LogY || opt.LogX {
 		msg = "no data (a log scale shows only values > 0)"
 	}
 	sty := p.Y.Tick.Label // carries the text handler
@@ -401,7 +431,11 @@ func encode(p *gplot.Plot, opt Options, th theme, format string) ([]byte, error)
 	var buf bytes.Buffer
 	switch format {
 	case "png":
-		ic := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseBackgroundColor(th.background))
+		dpi := opt.DPI
+		if dpi == 0 {
+			dpi = DPI
+		}
+		ic := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(int(dpi)), vgimg.UseBackgroundColor(th.background))
 		p.Draw(draw.Crop(draw.New(ic), margin, -margin, margin, -margin))
 		if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&buf); err != nil {
 			return nil, fmt.Errorf("plot: encode png: %w", err)

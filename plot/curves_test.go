@@ -246,6 +246,10 @@ func TestRenderErrors(t *testing.T) {
 		{"negative width", ok, Options{Width: -10}, "png", "out of range"},
 		{"NaN height", ok, Options{Height: math.NaN()}, "svg", "out of range"},
 		{"huge", ok, Options{Width: 1e6, Height: 1e6}, "png", "out of range"},
+		{"negative DPI", ok, Options{DPI: -1}, "png", "resolution -1 dpi is out of range"},
+		{"huge DPI", ok, Options{DPI: 5000}, "png", "out of range"},
+		// 4096² points at 600 dpi would be 34133² pixels (4.3 GiB of RGBA)
+		{"huge at high DPI", ok, Options{Width: 4096, Height: 4096, DPI: 600}, "png", "over 64 megapixels"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -287,6 +291,11 @@ func TestPrepare(t *testing.T) {
 		if !(p.Y > 0) {
 			t.Fatalf("LogY kept y=%v", p.Y)
 		}
+	}
+
+	// LogX drops x <= 0: the steps 0 of syntheticLoss.
+	if got := prepare(s, mustNormalize(t, Options{LogX: true, MaxPoints: -1}), lightTheme)[0].xys; len(got) != 9_998 {
+		t.Errorf("LogX: %d points, want 9998 (x=0 and NaN y dropped)", len(got))
 	}
 
 	// Colours follow the series index; after the palette, dashes start.
@@ -393,4 +402,29 @@ func BenchmarkRender2x1M(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestRenderPNGDPI(t *testing.T) {
+	// 72 points are one inch, so a 72×72 chart is DPI×DPI pixels.
+	for _, tc := range []struct {
+		dpi  float64
+		want int
+	}{{0, 96}, {96, 96}, {192, 192}, {300, 300}} {
+		img := decodePNG(t, mustRender(t, twoSeries(50), Options{Width: 72, Height: 72, DPI: tc.dpi}, "png"))
+		if b := img.Bounds(); b.Dx() != tc.want || b.Dy() != tc.want {
+			t.Errorf("DPI %g: %dx%d pixels, want %dx%d", tc.dpi, b.Dx(), b.Dy(), tc.want, tc.want)
+		}
+	}
+}
+
+func TestRenderScatterDrawsNoLines(t *testing.T) {
+	// A line chart of n points is one stroked path; a scatter is n glyphs
+	// and no polyline through them.
+	pts := []Series{{Name: "runs", X: []float64{1, 2, 3, 4}, Y: []float64{4, 1, 3, 2}}}
+	lines := string(mustRender(t, pts, Options{}, "svg"))
+	dots := string(mustRender(t, pts, Options{Scatter: true}, "svg"))
+	if strings.Count(dots, "<path") <= strings.Count(lines, "<path") {
+		t.Errorf("scatter has %d paths, the line chart %d: want one more per dot", strings.Count(dots, "<path"), strings.Count(lines, "<path"))
+	}
+	wellFormed(t, []byte(dots))
 }

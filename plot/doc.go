@@ -7,11 +7,12 @@
 //
 // # Rendering
 //
-// [Render] draws one line per [Series] with a title, axis labels, grid lines
-// and — for more than one series — a boxed legend placed in the corner of the
-// plot area that hides the fewest points. [Options] selects the size (in
-// points, default 640×360), a light or dark theme, a log₁₀ Y axis and the
-// per-series point budget. Both themes use ten distinguishable colours
+// [Render] draws one line per [Series] (or, with Options.Scatter, a dot per
+// point) with a title, axis labels, grid lines and — for more than one
+// series — a boxed legend placed in the corner of the plot area that hides
+// the fewest points. [Options] selects the size (in points, default
+// 640×360), a light or dark theme, log₁₀ X and Y axes, the PNG resolution
+// (Options.DPI, for print) and the per-series point budget. Both themes use ten distinguishable colours
 // (Tableau 10 in light mode, brighter tints in dark mode); past ten series the
 // colours repeat with dash patterns. A series keeps the colour of its index.
 //

@@ -49,12 +49,21 @@ type MainView struct {
 	status   *widget.Label
 	newRun   *widget.Button
 	cancel   *widget.Button
+	export   *widget.Button
 	content  fyne.CanvasObject
 	mu       sync.Mutex // guards runs and selected, read by list callbacks
 	runs     []engine.RunInfo
 	selected string
 
 	reloads chan struct{}
+
+	// Export: set by SetReportExporter; saveDialog is a seam for tests,
+	// exported (when set) receives the outcome of each export.
+	exporter     ReportExporter
+	saveDialog   func(name string, cb func(fyne.URIWriteCloser, error))
+	exportDialog *dialog.FormDialog
+	exportForm   exportForm
+	exported     chan error
 }
 
 // NewMainView builds the window's content. Call Start to make it live.
@@ -66,6 +75,9 @@ func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
 	v.newRun.Importance = widget.HighImportance
 	v.cancel = widget.NewButtonWithIcon("Cancel run", theme.CancelIcon(), v.onCancel)
 	v.cancel.Disable()
+	v.export = widget.NewButtonWithIcon("Export report…", theme.DocumentSaveIcon(), v.onExport)
+	v.export.Disable()
+	v.saveDialog = v.showSaveDialog
 	v.detail = newRunDetail()
 	v.list = widget.NewList(v.listLen, newRunRow, v.updateRow)
 	v.list.OnSelected = func(i widget.ListItemID) {
@@ -74,9 +86,10 @@ func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
 			v.selected = v.runs[i].ID
 		}
 		v.mu.Unlock()
+		v.updateExport()
 		v.requestReload()
 	}
-	toolbar := container.NewHBox(v.newRun, v.cancel)
+	toolbar := container.NewHBox(v.newRun, v.cancel, v.export)
 	split := container.NewHSplit(v.list, container.NewPadded(v.detail.content))
 	split.Offset = 0.55
 	v.content = container.NewBorder(container.NewVBox(toolbar, widget.NewSeparator()), v.status, nil, nil, split)

@@ -1,0 +1,105 @@
+package app
+
+import (
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// curvesTemplate prints a loss curve and an accuracy; when fail is set its
+// train stage says why on stderr and exits 3.
+const curvesTemplate = `name: curves
+version: "2"
+objective: {metric: acc, goal: max}
+params:
+  fail: {type: bool, default: false}
+  note: {type: string, default: plain}
+stages:
+  - name: train
+    command: [sh, -c, 'for i in 1 2 3 4 5; do echo "{\"step\": $i, \"loss\": 0.$((9-i)), \"acc\": 0.$((4+i))}"; done; echo "loss is NaN" >&2; [ "${params.fail}" = false ] || exit 3']
+`
+
+func TestReportCommand(t *testing.T) {
+	tempHome(t)
+	tmpl := writeTemplate(t, curvesTemplate)
+	code, out, errOut := niuma(t, "run", tmpl, "--set", `note=<script>alert(1)</script> "q" & a`, "--wait")
+	require.Equal(t, 0, code, errOut)
+	ok := runID(t, out)
+	code, out, _ = niuma(t, "run", tmpl, "--set", "fail=true", "--wait")
+	require.Equal(t, 1, code)
+	failed := runID(t, out)
+	dir := t.TempDir()
+
+	t.Run("HTML of one run", func(t *testing.T) {
+		p := filepath.Join(dir, "r.html")
+		code, out, errOut := niuma(t, "report", ok, "-o", p)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "wrote "+p)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		s := string(b)
+		require.Contains(t, s, "acc = 0.9 (best, at step 5; final 0.9)")
+		require.Contains(t, s, "&lt;script&gt;alert(1)&lt;/script&gt; &#34;q&#34; &amp; a")
+		require.NotContains(t, s, "<script>")
+	})
+	t.Run("Markdown with figures of a failed run", func(t *testing.T) {
+		p := filepath.Join(dir, "f.md")
+		code, _, errOut := niuma(t, "report", failed, "-o", p)
+		require.Equal(t, 0, code, errOut)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Contains(t, string(b), "## Logs of failed stages")
+		require.Contains(t, string(b), "loss is NaN")
+		require.FileExists(t, filepath.Join(dir, "f_files", "fig01-acc.png"))
+	})
+	t.Run("CSV of a comparison", func(t *testing.T) {
+		p := filepath.Join(dir, "all.csv")
+		code, _, errOut := niuma(t, "report", ok, failed, "--format", "csv", "-o", p)
+		require.Equal(t, 0, code, errOut)
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		defer f.Close()
+		rows, err := csv.NewReader(f).ReadAll()
+		require.NoError(t, err)
+		require.Len(t, rows, 1+2*2*5, "a header and 5 steps of loss and acc per run")
+	})
+	t.Run("PDF of a comparison", func(t *testing.T) {
+		p := filepath.Join(dir, "c.pdf")
+		code, _, errOut := niuma(t, "report", ok, failed, "-o", p, "--page", "letter")
+		require.Equal(t, 0, code, errOut)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(b), "%PDF-"))
+	})
+	t.Run("JSON to standard output", func(t *testing.T) {
+		code, out, errOut := niuma(t, "report", ok, "--format", "json", "-o", "-")
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, `"objective":{"metric":"acc","goal":"max"}`)
+	})
+}
+
+func TestReportRefusesBadUsage(t *testing.T) {
+	tempHome(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no run", []string{"report"}, 2, "report needs at least one RUN"},
+		{"unknown format", []string{"report", "x", "--format", "docx"}, 2, "--format docx: use html, pdf, md, csv or json"},
+		{"unknown page", []string{"report", "x", "--page", "a3"}, 2, "--page a3: use a4 or letter"},
+		{"unknown run", []string{"report", "nope", "-o", "-"}, 1, `no run "nope"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := niuma(t, tc.args...)
+			require.Equal(t, tc.code, code)
+			require.Contains(t, errOut, tc.want)
+		})
+	}
+}

@@ -1,0 +1,220 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// CSV writes every metric point of every run as one row, after a header:
+// run, stage, attempt, metric, step, value, wall (RFC 3339, empty when
+// unknown), followed by one column per parameter (the union over runs,
+// sorted by name; empty where a run lacks it). NaN and infinities are
+// written as NaN, +Inf and -Inf.
+func CSV(rep *Report) ([]byte, error) {
+	if err := rep.check(); err != nil {
+		return nil, err
+	}
+	names := paramNames(rep)
+	var buf bytes.Buffer
+	buf.Grow(pointCount(rep) * 48)
+	w := csv.NewWriter(&buf)
+	head := append([]string{"run", "stage", "attempt", "metric", "step", "value", "wall"}, names...)
+	if err := w.Write(head); err != nil {
+		return nil, err
+	}
+	w.Flush()
+	// Rows are assembled by hand: the text fields, quoted once by
+	// encoding/csv, are the same for every point of a metric, and ten
+	// million points through csv.Writer take many seconds.
+	line := func(fields []string) []byte {
+		var b bytes.Buffer
+		cw := csv.NewWriter(&b)
+		_ = cw.Write(fields) // writes to memory: cannot fail
+		cw.Flush()
+		return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	}
+	var row []byte
+	for _, r := range rep.Runs {
+		params := make([]string, len(names))
+		for j, n := range names {
+			v, _ := r.param(n)
+			params[j] = formatAny(v)
+		}
+		suffix := line(params)
+		for _, m := range r.Metrics {
+			prefix := line([]string{r.ID, m.Stage, strconv.Itoa(m.Attempt), m.Key})
+			for i, v := range m.Values {
+				row = append(row[:0], prefix...)
+				row = append(row, ',')
+				row = strconv.AppendInt(row, m.Steps[i], 10)
+				row = append(row, ',')
+				row = append(row, csvNum(v)...)
+				row = append(row, ',')
+				if m.Walls != nil && !m.Walls[i].IsZero() {
+					row = m.Walls[i].UTC().AppendFormat(row, time.RFC3339Nano)
+				}
+				if len(names) > 0 {
+					row = append(row, ',')
+					row = append(row, suffix...)
+				}
+				row = append(row, '\n')
+				buf.Write(row)
+			}
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+func csvNum(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func paramNames(rep *Report) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, r := range rep.Runs {
+		for _, p := range r.Params {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				names = append(names, p.Name)
+			}
+		}
+	}
+	sortStrings(names)
+	return names
+}
+
+func pointCount(rep *Report) int {
+	n := 0
+	for _, r := range rep.Runs {
+		for _, m := range r.Metrics {
+			n += len(m.Values)
+		}
+	}
+	return n
+}
+
+// JSON writes the runs with their parameters, stages and every metric
+// point, as one object: {"generated": ..., "runs": [...]}. Metric values
+// that JSON cannot hold (NaN, ±Inf) are written as the strings "NaN",
+// "+Inf" and "-Inf", as `niuma show --json` does.
+func JSON(rep *Report) ([]byte, error) {
+	if err := rep.check(); err != nil {
+		return nil, err
+	}
+	out := jsonReport{Title: rep.title(), Runs: make([]jsonRun, len(rep.Runs))}
+	if !rep.Generated.IsZero() {
+		g := rep.Generated.UTC()
+		out.Generated = &g
+	}
+	for i, r := range rep.Runs {
+		jr := jsonRun{
+			ID: r.ID, Template: r.Template, TemplateVersion: r.TemplateVersion, State: r.State, Error: r.Error,
+			Params: map[string]any{}, Seed: r.Seed, Executor: r.Executor, Fingerprint: r.Fingerprint,
+			Objective: r.EffectiveObjective(), Provenance: map[string]string{},
+			Stages: r.Stages, Anomalies: r.Anomalies, GPUs: r.GPUs,
+		}
+		for _, p := range r.Params {
+			jr.Params[p.Name] = p.Value
+		}
+		for _, it := range r.Provenance {
+			jr.Provenance[it.Label] = it.Value
+		}
+		for _, m := range r.Metrics {
+			s := m.Summarize(goalFor(m.Key, jr.Objective))
+			jm := jsonMetric{Stage: m.Stage, Attempt: m.Attempt, Key: m.Key, Final: jsonNum(s.Final), Best: jsonNum(s.Best), Goal: s.Goal,
+				Steps: m.Steps, Values: jsonNums(m.Values)}
+			jr.Metrics = append(jr.Metrics, jm)
+		}
+		out.Runs[i] = jr
+	}
+	var buf bytes.Buffer
+	// Compact: indenting would re-scan hundreds of megabytes for a large
+	// comparison; `jq .` pretty-prints when a person wants to read it.
+	enc := json.NewEncoder(&buf)
+	if err := enc.Encode(out); err != nil {
+		return nil, fmt.Errorf("report: write JSON: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+type jsonReport struct {
+	Title     string     `json:"title"`
+	Generated *time.Time `json:"generated,omitempty"`
+	Runs      []jsonRun  `json:"runs"`
+}
+
+type jsonRun struct {
+	ID              string            `json:"id"`
+	Template        string            `json:"template"`
+	TemplateVersion string            `json:"template_version"`
+	State           string            `json:"state"`
+	Error           string            `json:"error,omitempty"`
+	Params          map[string]any    `json:"params"`
+	Seed            int64             `json:"seed"`
+	Executor        string            `json:"executor"`
+	Fingerprint     string            `json:"fingerprint"`
+	Objective       Objective         `json:"objective"`
+	Provenance      map[string]string `json:"provenance"`
+	Stages          []Stage           `json:"stages"`
+	Metrics         []jsonMetric      `json:"metrics"`
+	Anomalies       []Anomaly         `json:"anomalies"`
+	GPUs            []GPUUsage        `json:"gpus"`
+}
+
+type jsonMetric struct {
+	Stage   string   `json:"stage"`
+	Attempt int      `json:"attempt"`
+	Key     string   `json:"key"`
+	Goal    string   `json:"goal"`
+	Final   jsonNum  `json:"final"`
+	Best    jsonNum  `json:"best"`
+	Steps   []int64  `json:"steps"`
+	Values  jsonNums `json:"values"`
+}
+
+// jsonNums is a metric's values, written in one go: per-element
+// marshalling through reflection is slow for millions of points.
+type jsonNums []float64
+
+func (ns jsonNums) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(ns)*20+2)
+	b = append(b, '[')
+	for i, f := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			b = append(b, '"')
+			b = append(b, csvNum(f)...)
+			b = append(b, '"')
+		} else {
+			b = strconv.AppendFloat(b, f, 'g', -1, 64)
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// jsonNum is a float64 that JSON can always hold.
+type jsonNum float64
+
+func (n jsonNum) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte(`"` + csvNum(f) + `"`), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+}

@@ -1,0 +1,60 @@
+package sentinel_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"niuma/sentinel"
+)
+
+// TestFitDivergence is how the divergence detector's CUSUM parameters were
+// chosen: a grid search over the drift K, the threshold H, the clip, the
+// rolling-median window and the warm-up, on a fitting corpus generated from seeds the
+// evaluation never uses (10000 and up). The rule: no false alarm on the
+// fitting corpus (healthy, spike, NaN, gradient, plateau and hang cases all
+// count as negatives for divergence), then the highest recall, then the
+// shortest median delay. Run it with: go test ./sentinel -run FitDivergence -fit -v
+func TestFitDivergence(t *testing.T) {
+	if !*fitFlag {
+		t.Skip("the parameter fit runs with -fit")
+	}
+	cases := generatedMetricCases(10000, 20)
+	type result struct {
+		k, h, clip float64
+		win, warm  int
+		fp         int
+		recall     float64
+		delay      float64
+	}
+	var res []result
+	for _, warm := range []int{3, 5} {
+		for _, win := range []int{15, 25} {
+			for _, clip := range []float64{2, 3, 5} {
+				for _, k := range []float64{1, 1.25, 1.5, 2} {
+					for _, h := range []float64{4, 6, 8, 12} {
+						cfg := sentinel.DefaultConfig()
+						cfg.DivK, cfg.DivH, cfg.DivClip, cfg.DivLevelWindow, cfg.DivWarmup = k, h, clip, win, warm
+						sc := evaluate(cfg, cases)[sentinel.Divergence]
+						res = append(res, result{k, h, clip, win, warm, sc.fp, sc.recall(), sc.medianDelay()})
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(res, func(a, b result) int {
+		switch {
+		case a.fp != b.fp:
+			return a.fp - b.fp
+		case a.recall != b.recall:
+			return int(math.Copysign(1, b.recall-a.recall))
+		case a.delay != b.delay:
+			return int(math.Copysign(1, a.delay-b.delay))
+		}
+		return 0
+	})
+	for i, r := range res[:min(15, len(res))] {
+		t.Logf("#%d K=%.2f H=%.0f clip=%.0f window=%d warm-up=%d: false alarms %d, recall %.3f, median delay %.1f steps",
+			i+1, r.k, r.h, r.clip, r.win, r.warm, r.fp, r.recall, r.delay)
+	}
+}

@@ -1,0 +1,265 @@
+package sentinel
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// The troubleshooting knowledge: what each kind usually means and what to
+// try, in the words the run view and `niuma show` print.
+var fixes = map[Kind]string{
+	NaN: "The learning rate is most likely too high: lower it (e.g. lr ×0.1), add gradient clipping " +
+		"(e.g. clip_grad_norm_ at 1.0), use a learning-rate schedule with warm-up; check the data for NaN/Inf " +
+		"and any log/division of values that can reach zero.",
+	LossSpike: "A single bad batch or a too-large step: add gradient clipping, lower the learning rate or add " +
+		"warm-up; look for corrupt or mislabelled examples around this step.",
+	Divergence: "The learning rate is too high for this model and optimizer: lower it (e.g. lr ×0.1), add " +
+		"gradient clipping and a schedule with warm-up; with SGD, lower the momentum or switch to Adam.",
+	GradExplosion: "Clip gradients (e.g. clip_grad_norm_ at 1.0), lower the learning rate, add warm-up; " +
+		"check normalisation layers and the weight initialisation.",
+	Plateau: "The objective stopped improving: stop early and keep the best checkpoint, or decay the learning " +
+		"rate (ReduceLROnPlateau); if it plateaued high, the model may be too small or the learning rate too low.",
+	Hang: "The process is alive but has reported nothing: look at its log for a deadlock (DataLoader workers, " +
+		"NCCL collectives waiting on a peer, a blocked file system); stop it and retry if it stays silent.",
+	Overheating: "The GPU is near its slowdown temperature and will clock down: check the fans and the airflow " +
+		"around the machine, clean dust filters, lower the power limit (nvidia-smi -pl) or spread the work out.",
+	MemoryLeak: "Something keeps references to tensors across steps: accumulate losses with loss.item() (or " +
+		".detach()), do not keep outputs or graphs in lists, clear caches; check torch.cuda.memory_summary().",
+	DataStall: "The data pipeline is the bottleneck (the GPU waits for batches): use more DataLoader workers " +
+		"(num_workers), prefetching (prefetch_factor), pinned memory (pin_memory=True), persistent workers, and " +
+		"faster storage (copy the data set to a local SSD or into memory).",
+	IdleGPU: "The run holds the GPU without using it: if it waits for something (input, a lock, a peer), fix " +
+		"that; otherwise stop it so the GPU goes back to the queue.",
+	QueueStuck: "Not enough free GPU memory for this stage: lower its gpu_memory request (smaller batch, mixed " +
+		"precision, gradient checkpointing), wait for or stop the runs that hold GPUs, or raise its priority.",
+	GPUHealth: "The GPU reported a hardware or driver error: drain it (let running work finish, start nothing " +
+		"new), look at `nvidia-smi -q` and the kernel log; uncorrectable ECC errors or a GPU off the bus need a " +
+		"reset or a reboot, and a repeat needs the vendor.",
+}
+
+// FixFor returns the suggested fix for a kind ("" for an unknown kind).
+func FixFor(k Kind) string { return fixes[k] }
+
+// SeedFix is the advice for results that do not reproduce (used where two
+// runs with the same parameters and seed disagree).
+const SeedFix = "Results not reproducible: fix every seed (random, numpy, torch, CUDA), use deterministic " +
+	"algorithms (torch.use_deterministic_algorithms(True), cudnn.benchmark=False) and seed DataLoader workers."
+
+// xidMeaning holds the XID codes worth a sentence of their own.
+var xidMeaning = map[int]string{
+	13:  "graphics engine exception (often an application bug, e.g. an out-of-bounds access)",
+	31:  "GPU memory page fault (often an application bug)",
+	43:  "GPU stopped processing (a kernel was killed)",
+	45:  "preemptive cleanup after a previous error",
+	48:  "double-bit ECC error",
+	63:  "ECC page retirement or row remapping event",
+	64:  "ECC page retirement or row remapping failure",
+	74:  "NVLink error",
+	79:  "GPU has fallen off the bus",
+	92:  "high single-bit ECC error rate",
+	94:  "contained ECC error",
+	95:  "uncontained ECC error",
+	119: "GSP RPC timeout",
+	120: "GSP error",
+}
+
+func containsAny(s string, subs ...string) bool {
+	s = strings.ToLower(s)
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func g4(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+func (s *Sentinel) metricAnomaly(k Kind, sev Severity, p Point, ev Evidence, msg string) Anomaly {
+	ev.Key, ev.Attempt = p.Key, p.Attempt
+	return Anomaly{Kind: k, Severity: sev, Run: p.Run, Stage: p.Stage, Attempt: p.Attempt, At: p.Wall,
+		Step: p.Step, Evidence: ev, Message: msg, Fix: fixes[k]}
+}
+
+func (s *Sentinel) nanAnomaly(p Point) Anomaly {
+	ev := Evidence{FromStep: p.Step, ToStep: p.Step, Steps: []int64{p.Step}, Values: []Num{Num(p.Value)}}
+	return s.metricAnomaly(NaN, Critical, p, ev,
+		fmt.Sprintf("%s became %s at step %d: training has broken down numerically.", p.Key, Num(p.Value).String(), p.Step))
+}
+
+// String prints the number as the evidence shows it.
+func (n Num) String() string {
+	b, _ := n.MarshalJSON()
+	return strings.Trim(string(b), `"`)
+}
+
+func (s *Sentinel) spikeAnomaly(st *stream, p Point, z, med float64) Anomaly {
+	vals := st.logs.values(nil)
+	steps := st.logSteps.values(nil)
+	tail := min(5, len(vals))
+	ev := Evidence{Stats: map[string]Num{"z": Num(z)}}
+	for i := len(vals) - tail; i < len(vals); i++ {
+		ev.Steps = append(ev.Steps, int64(steps[i]))
+		ev.Values = append(ev.Values, Num(s.unlog(st, vals[i])))
+	}
+	ev.Steps = append(ev.Steps, p.Step)
+	ev.Values = append(ev.Values, Num(p.Value))
+	ev.FromStep, ev.ToStep = ev.Steps[0], p.Step
+	base := s.unlog(st, med)
+	ev.Stats["median"] = Num(base)
+	return s.metricAnomaly(LossSpike, Warning, p, ev, fmt.Sprintf(
+		"%s spiked to %s at step %d, %.1f× its recent median of %s (robust z = %.1f).",
+		p.Key, g4(p.Value), p.Step, p.Value/base, g4(base), z))
+}
+
+func (s *Sentinel) unlog(st *stream, v float64) float64 {
+	if st.raw {
+		return v
+	}
+	return math.Exp(v)
+}
+
+func (s *Sentinel) divergenceAnomaly(st *stream, p Point) Anomaly {
+	best := s.unlog(st, st.ref)
+	ev := Evidence{FromStep: st.refStep, ToStep: p.Step,
+		Steps:  []int64{st.refStep, p.Step},
+		Values: []Num{Num(best), Num(p.Value)},
+		Stats:  map[string]Num{"cusum": Num(st.cusum), "threshold": Num(s.cfg.DivH), "cusum_from_step": Num(st.cusumAt)}}
+	ratio := ""
+	if !st.raw {
+		ratio = " (" + g4(p.Value/best) + "×)"
+	}
+	return s.metricAnomaly(Divergence, Critical, p, ev, fmt.Sprintf(
+		"%s is diverging: it keeps rising, from its best level of %s at step %d to %s at step %d%s.",
+		p.Key, g4(best), st.refStep, g4(p.Value), p.Step, ratio))
+}
+
+func (s *Sentinel) gradAnomaly(p Point, med float64, why string) Anomaly {
+	ev := Evidence{FromStep: p.Step, ToStep: p.Step, Steps: []int64{p.Step}, Values: []Num{Num(p.Value)},
+		Stats: map[string]Num{}}
+	var msg string
+	if why == "threshold" {
+		ev.Stats["threshold"] = Num(s.cfg.GradMax)
+		msg = fmt.Sprintf("%s reached %s at step %d, above the limit of %s: gradients are exploding.",
+			p.Key, g4(p.Value), p.Step, g4(s.cfg.GradMax))
+	} else {
+		ev.Stats["median"] = Num(med)
+		msg = fmt.Sprintf("%s jumped to %s at step %d, %.0f× its recent median of %s: gradients are exploding.",
+			p.Key, g4(p.Value), p.Step, p.Value/med, g4(med))
+	}
+	return s.metricAnomaly(GradExplosion, Critical, p, ev, msg)
+}
+
+func (s *Sentinel) plateauAnomaly(st *stream, p Point, m float64) Anomaly {
+	ev := Evidence{FromStep: st.bestStep, ToStep: p.Step, Steps: []int64{st.bestStep, p.Step},
+		Values: []Num{Num(st.best), Num(m)},
+		Stats:  map[string]Num{"patience": Num(s.cfg.PlateauPatience), "min_delta": Num(s.cfg.PlateauMinDelta)}}
+	return s.metricAnomaly(Plateau, Info, p, ev, fmt.Sprintf(
+		"%s has not improved by %.0f%% since step %d (best %s, now %s, over %d points).",
+		p.Key, 100*s.cfg.PlateauMinDelta, st.bestStep, g4(st.best), g4(m), s.cfg.PlateauPatience))
+}
+
+func (s *Sentinel) hangAnomaly(k attemptKey, at *attemptState, now time.Time, quiet, limit time.Duration) Anomaly {
+	ev := Evidence{Attempt: k.attempt, FromStep: at.lastStep, ToStep: at.lastStep, Times: []time.Time{at.lastWall, now},
+		Stats: map[string]Num{"quiet_s": Num(quiet.Seconds()), "limit_s": Num(limit.Seconds())}}
+	return Anomaly{Kind: Hang, Severity: Warning, Run: k.run, Stage: k.stage, Attempt: k.attempt, At: now,
+		Step: at.lastStep, Evidence: ev, Fix: fixes[Hang], Message: fmt.Sprintf(
+			"No new metric for %s (last at step %d) although the stage is running; it usually reports every %s.",
+			quiet.Round(time.Second), at.lastStep, (limit / time.Duration(s.cfg.HangFactor)).Round(time.Second))}
+}
+
+func gpuAnomaly(k Kind, sev Severity, g GPUSample, run string, ev Evidence, msg string) Anomaly {
+	a := Anomaly{Kind: k, Severity: sev, Run: run, GPU: g.UUID, At: g.Time, Evidence: ev, Message: msg, Fix: fixes[k]}
+	if g.Stage != nil {
+		a.Stage = g.Stage[run]
+	}
+	return a
+}
+
+func (s *Sentinel) xidAnomaly(g GPUSample) Anomaly {
+	var parts []string
+	for _, x := range g.XIDs {
+		if m, ok := xidMeaning[x]; ok {
+			parts = append(parts, fmt.Sprintf("XID %d (%s)", x, m))
+		} else {
+			parts = append(parts, fmt.Sprintf("XID %d", x))
+		}
+	}
+	ev := Evidence{Times: []time.Time{g.Time}, Notes: parts}
+	return gpuAnomaly(GPUHealth, Critical, g, "", ev, fmt.Sprintf("GPU %s reported %s.", g.UUID, strings.Join(parts, ", ")))
+}
+
+func (s *Sentinel) eccAnomaly(g GPUSample, before int64) Anomaly {
+	ev := Evidence{Times: []time.Time{g.Time}, Values: []Num{Num(before), Num(g.ECCUncorrected)}}
+	return gpuAnomaly(GPUHealth, Critical, g, "", ev, fmt.Sprintf(
+		"GPU %s counted %d new uncorrectable ECC error(s) (now %d).", g.UUID, g.ECCUncorrected-before, g.ECCUncorrected))
+}
+
+func (s *Sentinel) hotAnomaly(g GPUSample, st *gpuState) Anomaly {
+	ev := Evidence{Times: []time.Time{g.Time}, Values: nums(st.hotTemps.values(nil)),
+		Stats: map[string]Num{"slowdown_c": Num(g.SlowdownTempC)}}
+	sev := Warning
+	msg := fmt.Sprintf("GPU %s is at %.0f °C, within %.0f °C of its slowdown threshold of %.0f °C.",
+		g.UUID, g.TempC, s.cfg.HotMargin, g.SlowdownTempC)
+	if g.Throttle.Thermal() {
+		sev = Critical
+		msg = fmt.Sprintf("GPU %s is thermally throttled at %.0f °C: it runs at reduced clocks.", g.UUID, g.TempC)
+		ev.Notes = append(ev.Notes, "thermal slowdown active")
+	}
+	return gpuAnomaly(Overheating, sev, g, "", ev, msg)
+}
+
+func (s *Sentinel) leakAnomaly(g GPUSample, run string, x, y []float64, b, se, growth float64) Anomaly {
+	ev := Evidence{Values: []Num{Num(y[0]), Num(y[len(y)-1])},
+		Stats: map[string]Num{"slope_mib_per_min": Num(b * 60), "slope_low_mib_per_min": Num((b - s.cfg.LeakT*se) * 60),
+			"window_s": Num(x[len(x)-1] - x[0]), "samples": Num(len(y))}}
+	return gpuAnomaly(MemoryLeak, Warning, g, run, ev, fmt.Sprintf(
+		"Run %s's GPU memory keeps growing: %.0f MiB per minute (at least %.0f) over the last %d samples, %.0f → %.0f MiB.",
+		run, b*60, (b-s.cfg.LeakT*se)*60, len(y), y[0], y[len(y)-1]))
+}
+
+func (s *Sentinel) stallAnomaly(g GPUSample, runs []string, u []float64, share, acf float64, lag int) Anomaly {
+	run := ""
+	if len(runs) > 0 {
+		run = runs[0]
+	}
+	ev := Evidence{Values: nums(u), Stats: map[string]Num{"low_share": Num(share), "acf": Num(acf), "period_samples": Num(lag)}}
+	return gpuAnomaly(DataStall, Warning, g, run, ev, fmt.Sprintf(
+		"GPU %s keeps dropping to near 0%% utilisation: %.0f%% of the last %d samples, repeating every %d samples; "+
+			"the training waits for data.", g.UUID, 100*share, len(u), lag))
+}
+
+func (s *Sentinel) idleAnomaly(g GPUSample, run string, ro *runOnGPU) Anomaly {
+	d := g.Time.Sub(ro.idleSince)
+	ev := Evidence{Times: []time.Time{ro.idleSince, g.Time}, Values: []Num{Num(g.RunMemMiB[run])},
+		Stats: map[string]Num{"idle_s": Num(d.Seconds())}}
+	return gpuAnomaly(IdleGPU, Warning, g, run, ev, fmt.Sprintf(
+		"Run %s holds GPU %s (%.0f MiB) but has used it at ≤%.0f%% for %s.", run, g.UUID, g.RunMemMiB[run],
+		s.cfg.IdleUtil, d.Round(time.Second)))
+}
+
+func (s *Sentinel) queueAnomaly(q QueueObservation, now time.Time, waited time.Duration) Anomaly {
+	ev := Evidence{Times: []time.Time{q.WaitingSince, now}, Stats: map[string]Num{"waited_s": Num(waited.Seconds())}}
+	msg := fmt.Sprintf("Stage %s has waited in the queue for %s", q.Stage, waited.Round(time.Second))
+	if q.Reason != "" {
+		msg += ": " + q.Reason
+		ev.Notes = []string{q.Reason}
+	}
+	fix := fixes[QueueStuck]
+	if q.NeedMiB > 0 {
+		ev.Stats["need_mib"] = Num(q.NeedMiB)
+		ev.Stats["largest_free_mib"] = Num(q.LargestFreeMiB)
+		if !strings.Contains(q.Reason, "MiB") {
+			msg += fmt.Sprintf(" (needs %.0f MiB, the largest free is %.0f MiB)", q.NeedMiB, q.LargestFreeMiB)
+		}
+		if q.LargestFreeMiB < q.NeedMiB {
+			fix = fmt.Sprintf("Not enough free GPU memory: the stage needs %.0f MiB and the largest free is %.0f MiB. ",
+				q.NeedMiB, q.LargestFreeMiB) + fix
+		}
+	}
+	a := Anomaly{Kind: QueueStuck, Severity: Warning, Run: q.Run, Stage: q.Stage, At: now, Evidence: ev,
+		Message: msg + ".", Fix: fix}
+	return a
+}

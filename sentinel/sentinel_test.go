@@ -1,0 +1,236 @@
+package sentinel_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"niuma/sentinel"
+)
+
+func pt(key string, step int64, v float64) sentinel.Point {
+	return sentinel.Point{Run: "r1", Stage: "train", Attempt: 1, Key: key, Step: step, Value: v,
+		Wall: epoch.Add(time.Duration(step) * time.Second)}
+}
+
+// feed sends values of one key as steps 1..n and returns the kinds raised,
+// with the step each was raised at.
+func feed(s *sentinel.Sentinel, key string, vals []float64) map[sentinel.Kind]int64 {
+	got := map[sentinel.Kind]int64{}
+	for i, v := range vals {
+		for _, a := range s.Observe(pt(key, int64(i+1), v)) {
+			got[a.Kind] = a.Step
+		}
+	}
+	return got
+}
+
+// decay is a smooth, healthy loss curve with a little deterministic wobble.
+func decay(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 2 * math.Pow(1+float64(i)/20, -0.5) * (1 + 0.02*math.Sin(float64(i)*1.7))
+	}
+	return v
+}
+
+func TestMetricDetectors(t *testing.T) {
+	withAt := func(v []float64, at int, f func(float64, int) float64) []float64 {
+		out := append([]float64(nil), v...)
+		for i := at; i < len(out); i++ {
+			out[i] = f(out[i], i-at)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		key  string
+		vals []float64
+		want map[sentinel.Kind]int64 // kind → step raised
+	}{
+		{"healthy loss raises nothing", "loss", decay(300), map[sentinel.Kind]int64{}},
+		{"NaN at step 50 is raised at once", "loss", withAt(decay(100), 49, func(float64, int) float64 { return math.NaN() }),
+			map[sentinel.Kind]int64{sentinel.NaN: 50}},
+		{"+Inf in any metric is raised", "lr", withAt(decay(20), 9, func(float64, int) float64 { return math.Inf(1) }),
+			map[sentinel.Kind]int64{sentinel.NaN: 10}},
+		{"one 20x step is a spike, not divergence", "loss", withAt(decay(200), 99, func(v float64, k int) float64 {
+			if k == 0 {
+				return v * 20
+			}
+			return v
+		}), map[sentinel.Kind]int64{sentinel.LossSpike: 100}},
+		{"a sustained 5%/step rise is divergence", "loss", withAt(decay(200), 99, func(v float64, k int) float64 {
+			return v * math.Exp(0.05*float64(k+1))
+		}), map[sentinel.Kind]int64{sentinel.Divergence: 0}},
+		{"a rising validation loss is overfitting, not divergence", "val_loss", withAt(decay(200), 99, func(v float64, k int) float64 {
+			return v * math.Exp(0.1*float64(k+1))
+		}), map[sentinel.Kind]int64{}},
+		{"grad_norm jumping 50x is an explosion", "grad_norm", withAt(decay(100), 59, func(v float64, _ int) float64 { return v * 50 }),
+			map[sentinel.Kind]int64{sentinel.GradExplosion: 60}},
+		{"a flat objective for the patience is a plateau", "loss", withAt(decay(400), 99, func(float64, int) float64 { return 0.5 }),
+			map[sentinel.Kind]int64{sentinel.Plateau: 0}}, // step checked below
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := feed(sentinel.New(sentinel.Config{}), tt.key, tt.vals)
+			for k, step := range tt.want {
+				at, ok := got[k]
+				if !ok {
+					t.Errorf("%s not raised; got %v", k, got)
+				} else if step != 0 && at != step {
+					t.Errorf("%s raised at step %d, want %d", k, at, step)
+				}
+			}
+			for k := range got {
+				if _, ok := tt.want[k]; !ok {
+					t.Errorf("unexpected %s at step %d", k, got[k])
+				}
+			}
+		})
+	}
+}
+
+func TestNaNAnomalyCarriesEvidenceAndFix(t *testing.T) {
+	s := sentinel.New(sentinel.Config{})
+	as := s.Observe(pt("loss", 7, math.NaN()))
+	if len(as) != 1 {
+		t.Fatalf("got %d anomalies, want 1", len(as))
+	}
+	a := as[0]
+	if a.Severity != sentinel.Critical || a.Run != "r1" || a.Stage != "train" || a.Step != 7 {
+		t.Errorf("anomaly = %+v", a)
+	}
+	if !strings.Contains(a.Fix, "learning rate") || !strings.Contains(a.Fix, "clipping") || !strings.Contains(a.Fix, "schedule") {
+		t.Errorf("fix %q lacks the learning-rate advice", a.Fix)
+	}
+	if ev := a.Evidence.JSON(); !strings.Contains(ev, `"NaN"`) || !strings.Contains(ev, `"key":"loss"`) {
+		t.Errorf("evidence JSON %s lacks the NaN value or the key", ev)
+	}
+	if again := s.Observe(pt("loss", 8, math.NaN())); len(again) != 0 {
+		t.Errorf("the same stream raised NaN twice: %+v", again)
+	}
+}
+
+func TestHangNeedsSilenceLongerThanTheLimit(t *testing.T) {
+	s := sentinel.New(sentinel.Config{HangMin: time.Minute, HangFactor: 20})
+	for i := int64(1); i <= 10; i++ {
+		s.Observe(pt("loss", i, 1)) // one line per second
+	}
+	last := epoch.Add(10 * time.Second)
+	if got := s.Tick(last.Add(59 * time.Second)); len(got) != 0 {
+		t.Fatalf("hang after 59 s, limit is max(1 min, 20 × 1 s): %+v", got)
+	}
+	got := s.Tick(last.Add(61 * time.Second))
+	if len(got) != 1 || got[0].Kind != sentinel.Hang || got[0].Step != 10 {
+		t.Fatalf("got %+v, want one hang at step 10", got)
+	}
+	s2 := sentinel.New(sentinel.Config{HangMin: time.Minute})
+	s2.Observe(pt("loss", 1, 1))
+	s2.EndAttempt("r1", "train", 1)
+	if got := s2.Tick(epoch.Add(time.Hour)); len(got) != 0 {
+		t.Errorf("an ended attempt was reported hung: %+v", got)
+	}
+}
+
+func gpuSample(i int, util, mem float64) sentinel.GPUSample {
+	return sentinel.GPUSample{UUID: "GPU-a", Time: epoch.Add(time.Duration(i) * time.Second), UtilPercent: util,
+		MemUsedMiB: mem, TempC: 60, SlowdownTempC: 90, RunMemMiB: map[string]float64{"r1": mem}, ECCUncorrected: 0}
+}
+
+func TestTelemetryDetectors(t *testing.T) {
+	tests := []struct {
+		name   string
+		sample func(i int) sentinel.GPUSample
+		n      int
+		want   sentinel.Kind // "" = nothing
+	}{
+		{"steady training is healthy", func(i int) sentinel.GPUSample { return gpuSample(i, 95, 10000) }, 900, ""},
+		{"one 2 GiB allocator jump is not a leak", func(i int) sentinel.GPUSample {
+			m := 10000.0
+			if i > 300 {
+				m += 2048
+			}
+			return gpuSample(i, 95, m)
+		}, 600, ""},
+		{"5 MiB/s of steady growth is a leak", func(i int) sentinel.GPUSample { return gpuSample(i, 95, 10000+5*float64(i)) }, 200, sentinel.MemoryLeak},
+		{"0% every 4th of 8 samples is a data stall", func(i int) sentinel.GPUSample {
+			u := 95.0
+			if i%8 < 3 {
+				u = 1
+			}
+			return gpuSample(i, u, 10000)
+		}, 200, sentinel.DataStall},
+		{"dropping to 0% for good is idle, not a stall", func(i int) sentinel.GPUSample {
+			u := 95.0
+			if i >= 100 {
+				u = 0
+			}
+			return gpuSample(i, u, 10000)
+		}, 800, sentinel.IdleGPU},
+		{"thermal slowdown is overheating", func(i int) sentinel.GPUSample {
+			g := gpuSample(i, 95, 10000)
+			if i == 50 {
+				g.TempC, g.Throttle = 88, sentinel.ThrottleHWThermalSlowdown
+			}
+			return g
+		}, 100, sentinel.Overheating},
+		{"a new uncorrectable ECC error is a health event", func(i int) sentinel.GPUSample {
+			g := gpuSample(i, 95, 10000)
+			if i >= 50 {
+				g.ECCUncorrected = 1
+			}
+			return g
+		}, 100, sentinel.GPUHealth},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := sentinel.New(sentinel.Config{})
+			var got []sentinel.Kind
+			for i := range tt.n {
+				for _, a := range s.ObserveGPU(tt.sample(i)) {
+					got = append(got, a.Kind)
+				}
+			}
+			if tt.want == "" && len(got) != 0 || tt.want != "" && (len(got) != 1 || got[0] != tt.want) {
+				t.Errorf("got %v, want [%s]", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestXIDNamesTheError(t *testing.T) {
+	g := gpuSample(0, 95, 1000)
+	g.XIDs = []int{79}
+	as := sentinel.New(sentinel.Config{}).ObserveGPU(g)
+	if len(as) != 1 || as[0].Kind != sentinel.GPUHealth || !strings.Contains(as[0].Message, "fallen off the bus") {
+		t.Fatalf("got %+v", as)
+	}
+}
+
+func TestQueueStuckSaysWhatIsMissing(t *testing.T) {
+	s := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch,
+		Reason: "waiting for a GPU", NeedMiB: 40000, LargestFreeMiB: 12000}
+	if got := s.ObserveQueue(q, epoch.Add(29*time.Minute)); len(got) != 0 {
+		t.Fatalf("stuck after 29 min: %+v", got)
+	}
+	got := s.ObserveQueue(q, epoch.Add(31*time.Minute))
+	if len(got) != 1 || !strings.Contains(got[0].Fix, "40000 MiB") || !strings.Contains(got[0].Fix, "12000 MiB") ||
+		!strings.Contains(got[0].Message, "waiting for a GPU") {
+		t.Fatalf("got %+v", got)
+	}
+	if again := s.ObserveQueue(q, epoch.Add(40*time.Minute)); len(again) != 0 {
+		t.Errorf("reported twice: %+v", again)
+	}
+}
+
+func TestThrottleFromNames(t *testing.T) {
+	if got := sentinel.ThrottleFromNames([]string{"sw_power_cap", "hw_thermal_slowdown", "unknown"}); !got.Thermal() ||
+		got != sentinel.ThrottleSWPowerCap|sentinel.ThrottleHWThermalSlowdown {
+		t.Errorf("got %#x", got)
+	}
+	if sentinel.ThrottleFromNames([]string{"sw_power_cap"}).Thermal() {
+		t.Error("a power cap is not thermal")
+	}
+}

@@ -38,6 +38,7 @@ func runWindow(stderr io.Writer) int {
 		return engine.RunSpec{Template: t}, nil
 	}}
 	view := ui.NewMainView(s.engine, launch, w)
+	view.SetReportExporter(s.reportExporter())
 	w.SetContent(view.Content())
 	w.Resize(fyne.NewSize(1100, 700))
 

@@ -39,6 +39,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = c.cancel(ctx, rest)
 	case "templates":
 		err = c.templates(rest)
+	case "report":
+		err = c.report(ctx, rest)
+	case "gpus":
+		err = c.gpus(ctx, rest)
+	case "sim":
+		err = c.simCmd(ctx, rest)
 	case "engine":
 		err = c.engineCmd(ctx, rest)
 	case "window", "gui":
@@ -89,6 +95,12 @@ Usage:
                                 a stage's output (all stages when STAGE is omitted)
   niuma cancel RUN              stop a run (SIGTERM, then SIGKILL after a grace period)
   niuma templates               list the templates you can run
+  niuma report RUN... [--format html|pdf|md|csv|json] [-o PATH] [--page a4|letter]
+                                a report of a run, or a comparison of several
+  niuma gpus [--watch] [--json] [--simulate-gpus 4xH100-80GB]
+                                the GPUs, their load and the runs on them
+  niuma sim --trace FILE [--policy herd|bestfit|fifo] [--gpus 8x80GiB] [--load 0.8] [--json]
+                                replay a Philly or PAI trace through the shepherd
   niuma engine [--until-idle]   drive queued and running runs in the foreground
   niuma version
 

@@ -3,14 +3,24 @@ package shepherd
 import (
 	"fmt"
 	"sort"
+	"time"
 )
 
 // GPU is one device as the shepherd sees it: what it holds and what is left.
+// A MIG slice appears as its own GPU whose Parent is the physical device.
 type GPU struct {
-	Index   int
-	UUID    string
-	FreeMiB int64 // memory not held by anyone, including other Niuma stages
-	Healthy bool
+	Index    int
+	UUID     string
+	Model    string
+	TotalMiB int64   // 0 when unknown; then FreeMiB is all the shepherd knows
+	FreeMiB  int64   // memory free for new work: not held by anyone, including running Niuma stages
+	UtilPct  float64 // utilisation, 0–100
+	TempC    float64 // temperature; 0 when unknown
+	Healthy  bool
+	// Group names the topology group (NVLink peers): a gang of several GPUs
+	// goes on one group. GPUs with an empty Group form one group together.
+	Group  string
+	Parent string // UUID of the physical GPU when this is a MIG slice
 }
 
 // Inventory is the GPUs a decision is made over.
@@ -20,35 +30,40 @@ type Inventory struct {
 	Reason string
 }
 
-// Request asks for GPUs for one stage.
+// Request asks for GPUs for one stage (one queued run in the simulator).
 type Request struct {
+	ID           string
 	GPUs         int
 	MemPerGPUMiB int64
-	Priority     int
+	Priority     int           // higher runs first
+	Submit       time.Time     // when it joined the queue; aging counts from here
+	Preemptible  bool          // a "spot" run: may be stopped for a higher priority one
+	Estimate     time.Duration // how long it will run; 0 = unknown
+	Shareable    bool          // may share a GPU with other runs
 }
 
 // Decision is where a request goes, or why it waits.
 type Decision struct {
+	ID   string // the request's ID (Schedule only)
 	GPUs []GPU  // chosen devices; empty with Wait == "" for a CPU-only stage
 	Wait string // non-empty: the request waits, and this says why
+	// Preempt lists running placements (by ID) to stop so that this request
+	// can start at a later pass; the request waits meanwhile.
+	Preempt []string
 }
 
 // Placed reports whether the request may start now.
 func (d Decision) Placed() bool { return d.Wait == "" }
 
 // FirstFit places a request on the healthy GPUs with enough free memory,
-// lowest index first. It is the simplest honest policy; the trace-tested
-// policies build on the same inputs.
+// lowest index first. It is the simplest honest policy for one request at a
+// time; Schedule with a Policy decides a whole queue at once.
 func FirstFit(inv Inventory, req Request) Decision {
 	if req.GPUs <= 0 {
-		return Decision{}
+		return Decision{ID: req.ID}
 	}
 	if len(inv.GPUs) == 0 {
-		why := "this machine has no GPUs"
-		if inv.Reason != "" {
-			why += " (" + inv.Reason + ")"
-		}
-		return Decision{Wait: fmt.Sprintf("needs %s; %s", need(req), why)}
+		return Decision{ID: req.ID, Wait: fmt.Sprintf("needs %s; %s", need(req), noGPUs(inv))}
 	}
 	gpus := append([]GPU(nil), inv.GPUs...)
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
@@ -64,9 +79,17 @@ func FirstFit(inv Inventory, req Request) Decision {
 		}
 	}
 	if len(chosen) < req.GPUs {
-		return Decision{Wait: fmt.Sprintf("needs %s; %d fit now, largest free is %s", need(req), len(chosen), mib(largest))}
+		return Decision{ID: req.ID, Wait: fmt.Sprintf("needs %s; %d fit now, largest free is %s", need(req), len(chosen), mib(largest))}
 	}
-	return Decision{GPUs: chosen}
+	return Decision{ID: req.ID, GPUs: chosen}
+}
+
+func noGPUs(inv Inventory) string {
+	why := "this machine has no GPUs"
+	if inv.Reason != "" {
+		why += " (" + inv.Reason + ")"
+	}
+	return why
 }
 
 func need(req Request) string {

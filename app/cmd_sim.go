@@ -1,0 +1,100 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"niuma/shepherd"
+	"niuma/shepherd/sim"
+)
+
+// simCmd is `niuma sim`: replay a GPU-cluster trace through a shepherd
+// policy on a simulated workstation and print what happened.
+func (c *cli) simCmd(_ context.Context, args []string) error {
+	fs := c.flags("sim")
+	trace := fs.String("trace", "", "trace file: philly.csv or pai2023_pods.csv (required)")
+	format := fs.String("format", "", "philly or pai (default: guessed from the file name)")
+	gpus := fs.String("gpus", "8x80GiB", "the simulated machine: COUNTxMEMORY per GPU")
+	group := fs.Int("group", 0, "GPUs per NVLink group (default: all GPUs in one group)")
+	policy := fs.String("policy", "herd", "placement policy: "+strings.Join(shepherd.Policies, ", "))
+	load := fs.Float64("load", 0.8, "rescale arrival gaps to this offered load (philly; 0 keeps the trace's gaps)")
+	seed := fs.Uint64("seed", 1, "seed for the memory needs and priorities the trace lacks")
+	startDay := fs.Float64("start-day", 0, "replay only jobs from this day of the trace on (philly)")
+	days := fs.Float64("days", 0, "replay only this many days from --start-day (philly; 0 = to the end)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitError{code: 2}
+	}
+	if len(pos) > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("sim takes no arguments, got %q: give the trace with --trace FILE", pos)}
+	}
+	if *trace == "" {
+		return exitError{code: 2, msg: "sim needs --trace FILE, e.g. --trace philly.csv"}
+	}
+	if *format == "" {
+		*format = "philly"
+		if strings.Contains(strings.ToLower(*trace), "pai") {
+			*format = "pai"
+		}
+	}
+	if !slices.Contains([]string{"philly", "pai"}, *format) {
+		return exitError{code: 2, msg: fmt.Sprintf("--format %q: use philly or pai", *format)}
+	}
+	cfg := sim.DefaultConfig()
+	if cfg.GPUs, cfg.GPUMiB, err = sim.ParseGPUs(*gpus); err != nil {
+		return exitError{code: 2, msg: "--gpus: " + err.Error()}
+	}
+	cfg.GroupSize = *group
+	if cfg.Policy, err = shepherd.ByName(*policy); err != nil {
+		return exitError{code: 2, msg: "--policy: " + err.Error()}
+	}
+	f, err := os.Open(*trace)
+	if err != nil {
+		return fmt.Errorf("open the trace: %w (download it or point --trace at ../shared/data/traces)", err)
+	}
+	defer f.Close()
+	maxGPUs := cfg.GPUs
+	if *format == "pai" {
+		pods, err := sim.LoadPAI(f, maxGPUs)
+		if err != nil {
+			return err
+		}
+		rep := sim.Pack(pods, cfg)
+		if *asJSON {
+			return writeJSON(c.out, rep)
+		}
+		fmt.Fprintf(c.out, "policy %s packed %d of %d pods (%d GPUs asked, %.0f GiB held) onto %s before the first refusal\n",
+			rep.Policy, rep.Placed, len(pods), rep.GPUs, rep.UsedGiB, *gpus)
+		fmt.Fprintf(c.out, "  free then: %.0f GiB, of which stranded (too small for that pod): %.0f GiB\n", rep.FreeGiB, rep.StrandedGiB)
+		fmt.Fprintf(c.out, "  refused: %s\n", rep.Refused)
+		fmt.Fprintln(c.out, "  (PAI pod durations are censored, so PAI is replayed for packing only)")
+		return nil
+	}
+	jobs, err := sim.LoadPhilly(f, maxGPUs, *seed)
+	if err != nil {
+		return err
+	}
+	if *days > 0 || *startDay > 0 {
+		d := *days
+		if d <= 0 {
+			d = 1e6
+		}
+		jobs = sim.Window(jobs, *startDay, d)
+	}
+	if len(jobs) == 0 {
+		return exitError{code: 1, msg: "no jobs to replay: check --start-day and --days against the trace's span"}
+	}
+	if *load > 0 {
+		jobs = sim.Rescale(jobs, *load, cfg.GPUs)
+	}
+	rep := sim.Replay(jobs, cfg)
+	if *asJSON {
+		return writeJSON(c.out, rep)
+	}
+	fmt.Fprint(c.out, rep.String())
+	return nil
+}

@@ -1,0 +1,52 @@
+package app
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSimCommand(t *testing.T) {
+	const philly = "../shepherd/sim/testdata/philly-2017-10-20.csv"
+	const pai = "../shepherd/sim/testdata/pai2023-pods-1000.csv"
+	t.Run("philly report", func(t *testing.T) {
+		code, out, errs := niuma(t, "sim", "--trace", philly, "--policy", "bestfit", "--load", "0.8")
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, out, "policy bestfit:")
+		require.Contains(t, out, "JCT          avg")
+		require.Contains(t, out, "per priority class:")
+	})
+	t.Run("philly json", func(t *testing.T) {
+		code, out, errs := niuma(t, "sim", "--trace", philly, "--gpus", "4x40GiB", "--json")
+		require.Equal(t, 0, code, errs)
+		var rep struct {
+			Policy string
+			Jobs   int
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		require.Equal(t, "herd", rep.Policy)
+		require.Positive(t, rep.Jobs)
+	})
+	t.Run("pai packing", func(t *testing.T) {
+		code, out, errs := niuma(t, "sim", "--trace", pai)
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, out, "before the first refusal")
+	})
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no trace", []string{"sim"}, "sim needs --trace FILE"},
+		{"bad policy", []string{"sim", "--trace", philly, "--policy", "sjf"}, `unknown policy "sjf": choose one of herd, bestfit, fifo`},
+		{"bad gpus", []string{"sim", "--trace", philly, "--gpus", "8"}, "write COUNTxMEMORY"},
+		{"bad format", []string{"sim", "--trace", philly, "--format", "slurm"}, "use philly or pai"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := niuma(t, tt.args...)
+			require.Equal(t, 2, code)
+			require.Contains(t, errs, tt.want)
+		})
+	}
+}

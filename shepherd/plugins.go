@@ -1,0 +1,144 @@
+package shepherd
+
+// The refusals of this package's filters (shared: never modify them).
+var (
+	stHealthyUnhealthy                = &Status{Unschedulable, "Healthy", "unhealthy"}
+	stCoolTooHot                      = &Status{Unschedulable, "Cool", "too hot"}
+	stMemoryNotEnoughFreeMemory       = &Status{Unschedulable, "Memory", "not enough free memory"}
+	stShareAtTheSharingLimit          = &Status{Unschedulable, "Share", "at the sharing limit"}
+	stShareHeldByARunThatDoesNotShare = &Status{Unschedulable, "Share", "held by a run that does not share"}
+	stShareBusyAndThisRunDoesNotShare = &Status{Unschedulable, "Share", "busy, and this run does not share"}
+	stReservedReservedForARunAhead    = &Status{Unschedulable, "Reserved", "reserved for a run ahead"}
+)
+
+// Healthy refuses GPUs the telemetry marks unhealthy (XID errors, lost).
+type Healthy struct{}
+
+// Name implements Filter.
+func (Healthy) Name() string { return "Healthy" }
+
+// Filter implements Filter.
+func (Healthy) Filter(_ *Cycle, s *Slot) *Status {
+	if !s.Healthy {
+		return stHealthyUnhealthy
+	}
+	return nil
+}
+
+// Cool refuses GPUs at or above MaxC degrees (an unknown temperature, 0,
+// passes).
+type Cool struct{ MaxC float64 }
+
+// Name implements Filter.
+func (Cool) Name() string { return "Cool" }
+
+// Filter implements Filter.
+func (f Cool) Filter(_ *Cycle, s *Slot) *Status {
+	if f.MaxC > 0 && s.TempC >= f.MaxC {
+		return stCoolTooHot
+	}
+	return nil
+}
+
+// Memory refuses GPUs whose free memory is below the request's per-GPU need.
+type Memory struct{}
+
+// Name implements Filter.
+func (Memory) Name() string { return "Memory" }
+
+// Filter implements Filter.
+func (Memory) Filter(c *Cycle, s *Slot) *Status {
+	if s.Free < c.Req.MemPerGPUMiB {
+		return stMemoryNotEnoughFreeMemory
+	}
+	return nil
+}
+
+// Share bounds co-location: at most Max runs on one GPU, and a run that
+// may not share gets a GPU of its own.
+type Share struct{ Max int }
+
+// Name implements Filter.
+func (Share) Name() string { return "Share" }
+
+// Filter implements Filter.
+func (f Share) Filter(c *Cycle, s *Slot) *Status {
+	switch {
+	case s.Jobs == 0:
+		return nil
+	case f.Max > 0 && s.Jobs >= f.Max:
+		return stShareAtTheSharingLimit
+	case s.Exclusive:
+		return stShareHeldByARunThatDoesNotShare
+	case !c.Req.Shareable:
+		return stShareBusyAndThisRunDoesNotShare
+	}
+	return nil
+}
+
+// Reserved keeps GPUs reserved for the head of the queue: another run may
+// backfill them only when its estimate says it ends before the reservation
+// (so the head is not delayed); a run with no estimate may not.
+type Reserved struct{}
+
+// Name implements Filter.
+func (Reserved) Name() string { return "Reserved" }
+
+// Filter implements Filter.
+func (Reserved) Filter(c *Cycle, s *Slot) *Status {
+	if s.ReservedFor == "" || s.ReservedFor == c.Req.ID {
+		return nil
+	}
+	if c.Req.Estimate > 0 && !c.Now.Add(c.Req.Estimate).After(s.ReservedUntil) {
+		return nil
+	}
+	return stReservedReservedForARunAhead
+}
+
+// LeastFree prefers the GPU with the least free memory: best fit, as the
+// original design's baseline scans GPUs by free memory ascending.
+type LeastFree struct{}
+
+// Name implements Scorer.
+func (LeastFree) Name() string { return "LeastFree" }
+
+// Score implements Scorer.
+func (LeastFree) Score(_ *Cycle, s *Slot) int64 { return -s.Free }
+
+// LowestIndex prefers the lowest GPU index: first fit.
+type LowestIndex struct{}
+
+// Name implements Scorer.
+func (LowestIndex) Name() string { return "LowestIndex" }
+
+// Score implements Scorer.
+func (LowestIndex) Score(_ *Cycle, s *Slot) int64 { return -int64(s.Index) }
+
+// LeastFragment prefers the placement that leaves the least memory no
+// waiting run could use (a leftover smaller than the queue's smallest need),
+// then the tightest fit. Unusable MiB weigh 4× leftover MiB.
+type LeastFragment struct{}
+
+// Name implements Scorer.
+func (LeastFragment) Name() string { return "LeastFragment" }
+
+// Score implements Scorer.
+func (LeastFragment) Score(c *Cycle, s *Slot) int64 {
+	left := s.Free - c.Req.MemPerGPUMiB
+	var unusable int64
+	if left > 0 && left < c.MinNeedMiB {
+		unusable = left
+	}
+	return -(4*unusable + left)
+}
+
+// FewestTenants prefers GPUs with fewer runs on them, so that co-location
+// (and its slowdown) happens only where it saves a whole GPU. Weight scales
+// it against the memory scores (MiB).
+type FewestTenants struct{ Weight int64 }
+
+// Name implements Scorer.
+func (FewestTenants) Name() string { return "FewestTenants" }
+
+// Score implements Scorer.
+func (f FewestTenants) Score(_ *Cycle, s *Slot) int64 { return -f.Weight * int64(s.Jobs) }

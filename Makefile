@@ -6,11 +6,12 @@ GO    ?= go
 BIN   := bin/niuma
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Fyne's cgo build (OpenGL and X11 headers), and the demo's real PyTorch.
+# Fyne's cgo build (OpenGL and X11 headers), the demo's real PyTorch, and
+# poppler-utils (pdftotext, pdftoppm) with which the report tests read PDFs back.
 APT_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
-	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn
+	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn poppler-utils
 
-.PHONY: deps build run test bench lint fuzz clean
+.PHONY: deps build run test bench lint fuzz clean demo-image
 
 deps:
 	@command -v $(GO) >/dev/null || { echo "make deps: Go 1.26 or newer is needed (https://go.dev/dl); install it and retry"; exit 1; }
@@ -54,3 +55,25 @@ fuzz:
 clean:
 	rm -rf bin
 	$(GO) clean -testcache
+
+# The digits-mlp demo's container image, built without any registry: a
+# minimal Debian rootfs (debootstrap) with the demo's PyTorch and
+# scikit-learn, imported with `docker import`. A few minutes and ~1.5 GB the
+# first time; a no-op once the image exists (`docker rmi` it to rebuild).
+DEMO_IMAGE ?= niuma/digits-mlp:1
+DEMO_SUITE ?= bookworm
+DEMO_MIRROR ?= http://deb.debian.org/debian
+demo-image:
+	@command -v docker >/dev/null || { echo "make demo-image: docker is not installed"; exit 1; }
+	@if docker image inspect $(DEMO_IMAGE) >/dev/null 2>&1; then echo "make demo-image: $(DEMO_IMAGE) is present"; exit 0; fi; \
+	command -v debootstrap >/dev/null || { echo "make demo-image: installing debootstrap"; $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; }; \
+	root=$$(mktemp -d /tmp/niuma-demo-rootfs.XXXXXX); trap '$(SUDO) rm -rf "$$root"' EXIT; \
+	echo "make demo-image: debootstrap $(DEMO_SUITE) with python3-torch and python3-sklearn into $$root (a few minutes)"; \
+	$(SUDO) debootstrap --variant=minbase --include=python3,python3-torch,python3-sklearn $(DEMO_SUITE) "$$root" $(DEMO_MIRROR) && \
+	$(SUDO) rm -rf "$$root"/var/cache/apt/archives/*.deb "$$root"/var/lib/apt/lists/* && \
+	echo "make demo-image: importing as $(DEMO_IMAGE)" && \
+	$(SUDO) tar -C "$$root" -c . | docker import \
+		-c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+		-c 'ENV LANG=C.UTF-8' -c 'WORKDIR /niuma/run' \
+		-m "niuma digits-mlp demo: Debian $(DEMO_SUITE) + python3-torch + python3-sklearn" - $(DEMO_IMAGE) && \
+	echo "make demo-image: $(DEMO_IMAGE) is ready"

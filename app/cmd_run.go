@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"niuma/engine"
+	"niuma/engine/executor/docker"
 )
 
 func (c *cli) run(ctx context.Context, args []string) error {
@@ -68,6 +71,9 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.out, "run %s: %s %s, seed %d, executor %s\n", info.ID, t.Name, t.Version, info.Seed, info.Executor)
+	if info.ExecutorNote != "" {
+		fmt.Fprintln(c.err, "note:", info.ExecutorNote)
+	}
 	if !*wait {
 		c.ensureEngine(s.home)
 		fmt.Fprintf(c.out, "follow it with: niuma show %s   (or niuma logs %s --follow)\n", info.ID, info.ID)
@@ -297,4 +303,46 @@ func (c *cli) templates(args []string) error {
 		tw.row(t.Name, t.Version, t.Source, t.Description)
 	}
 	return tw.flush()
+}
+
+// pullProgress draws an image pull as one progress line on w: the bytes
+// of all layers so far against their total, redrawn at most every 200ms.
+func pullProgress(w io.Writer) func(docker.PullProgress) {
+	var (
+		mu      sync.Mutex
+		cur     = map[string]int64{}
+		tot     = map[string]int64{}
+		drawn   time.Time
+		started bool
+	)
+	return func(p docker.PullProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Layer != "" && p.Total > 0 {
+			cur[p.Layer], tot[p.Layer] = p.Current, p.Total
+		}
+		if strings.HasPrefix(p.Status, "Status:") || strings.HasPrefix(p.Status, "Digest:") {
+			if started {
+				fmt.Fprintf(w, "\rpulling %s: done%30s\n", p.Image, "")
+				started = false
+			}
+			return
+		}
+		if time.Since(drawn) < 200*time.Millisecond {
+			return
+		}
+		drawn, started = time.Now(), true
+		var c, t int64
+		for k := range tot {
+			c, t = c+cur[k], t+tot[k]
+		}
+		if t == 0 {
+			fmt.Fprintf(w, "\rpulling %s: %s", p.Image, p.Status)
+			return
+		}
+		const width = 30
+		n := int(c * width / t)
+		fmt.Fprintf(w, "\rpulling %s [%s%s] %3d%% %d/%d MB", p.Image,
+			strings.Repeat("=", n), strings.Repeat(" ", width-n), c*100/t, c>>20, t>>20)
+	}
 }

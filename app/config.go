@@ -11,6 +11,7 @@ import (
 
 	"niuma/engine"
 	"niuma/engine/executor"
+	"niuma/engine/executor/docker"
 	"niuma/engine/executor/local"
 	"niuma/gpumon"
 	"niuma/storage"
@@ -57,10 +58,21 @@ func open(logOut io.Writer) (*stack, error) {
 	if os.Getenv("NIUMA_DEBUG") != "" {
 		logger = slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	execs := []executor.Executor{local.New()}
+	// The docker executor is there whether or not a daemon answers now:
+	// its stages wait, queued, until one does. Only a client that cannot
+	// even be configured (a malformed DOCKER_HOST) leaves it out.
+	if api, err := docker.NewMoby(); err == nil {
+		dx := docker.New(api, home)
+		dx.OnPull = pullProgress(logOut)
+		execs = append(execs, dx)
+	} else {
+		logger.Warn("the docker executor is unavailable", "err", err)
+	}
 	eng, err := engine.New(engine.Options{
 		Home:      home,
 		Store:     db,
-		Executors: []executor.Executor{local.New()},
+		Executors: execs,
 		GPUs:      gpumon.Absent{Reason: "GPU telemetry (NVML) is not wired in yet"},
 		Logger:    logger,
 	})

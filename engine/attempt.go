@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,10 @@ func (e *Engine) launch(ctx context.Context, x executor.Executor, job executor.J
 		return
 	}
 	h, err := x.Start(ctx, job)
+	if errors.Is(err, executor.ErrUnavailable) {
+		e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, requeue: err})
+		return
+	}
 	if err != nil {
 		e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, finished: true,
 			exit: executor.Exit{Code: -1, Reason: "could not start: " + err.Error()}})
@@ -81,6 +86,9 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 		select {
 		case <-ctx.Done():
 			endFollow()
+			if r, ok := h.(executor.Releaser); ok {
+				r.Release()
+			}
 			return
 		case <-timedOut:
 			timedOut = nil

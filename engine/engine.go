@@ -57,7 +57,8 @@ type Engine struct {
 	wg      sync.WaitGroup // attempt goroutines
 
 	// Owned by the loop goroutine.
-	runs map[string]*liveRun
+	runs    map[string]*liveRun
+	unswept map[string]bool // executors whose leftovers are still to be swept
 }
 
 // New returns an engine over a data directory.
@@ -151,15 +152,12 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 	if err := t.Validate(values); err != nil {
 		return RunInfo{}, err
 	}
-	exName := spec.Executor
-	if exName == "" {
-		exName = t.Runtime.Kind
-	}
+	exName, note := e.chooseExecutor(ctx, spec.Executor, t.Runtime.Kind, t.Runtime.Image)
 	if _, ok := e.execs[exName]; !ok {
 		return RunInfo{}, fmt.Errorf("executor %q is not available here (available: %s)", exName, strings.Join(e.Executors(), ", "))
 	}
 	for _, st := range t.Stages {
-		if _, err := expandArgv(st.Command, vars("x", "/x", st.Name, t.Dir, 1, values)); err != nil {
+		if _, err := expandArgv(st.Command, vars("x", "/x", st.Name, t.Dir, dataDir(t), 1, values)); err != nil {
 			return RunInfo{}, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
 	}
@@ -204,7 +202,46 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 	}
 	e.events.Publish(Event{Kind: RunSubmitted, RunID: id, State: Queued})
 	e.nudge()
-	return runInfo(run, paramMap(params), stages, nil), nil
+	info := runInfo(run, paramMap(params), stages, nil)
+	info.ExecutorNote = note
+	return info, nil
+}
+
+// chooseExecutor picks the executor of a run. A name the user gave wins.
+// Otherwise a template that names an image runs in a container when the
+// daemon answers and the image is on this machine, and on the host with a
+// note saying why when not; one without an image runs as its kind says.
+func (e *Engine) chooseExecutor(ctx context.Context, asked, kind, image string) (name, note string) {
+	if asked != "" {
+		return asked, ""
+	}
+	if image == "" {
+		return kind, ""
+	}
+	x, ok := e.execs["docker"]
+	if !ok {
+		if _, local := e.execs["local"]; local && kind == "docker" {
+			return "local", "the docker executor is not available here; running on the host"
+		}
+		return kind, ""
+	}
+	var err error
+	if ic, ok := x.(executor.ImageChecker); ok {
+		err = ic.CheckImage(ctx, image)
+	} else if av, ok := x.(executor.Availability); ok {
+		err = av.Available(ctx)
+	}
+	if err == nil {
+		return "docker", ""
+	}
+	if _, local := e.execs["local"]; !local {
+		return "docker", ""
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "Docker daemon not reachable"); i >= 0 {
+		msg = msg[i:]
+	}
+	return "local", msg + "; running on the host instead (--executor docker forces a container)"
 }
 
 func writeRunFiles(dir string, params, tmpl []byte) error {

@@ -46,6 +46,7 @@ type result struct {
 	stage    string
 	attempt  int
 	handle   executor.Handle // set when the attempt has started
+	requeue  error           // the backend was away: the attempt never ran
 	finished bool
 	exit     executor.Exit
 }
@@ -74,6 +75,7 @@ func (e *Engine) Drive(ctx context.Context) error {
 	}()
 
 	e.sync(ctx)
+	e.sweep(ctx)
 	close(e.ready)
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
@@ -89,7 +91,54 @@ func (e *Engine) Drive(ctx context.Context) error {
 			e.sync(ctx)
 		case <-tick.C:
 			e.sync(ctx)
+			if len(e.unswept) > 0 {
+				e.sweep(ctx)
+			}
 		}
+	}
+}
+
+// sweep removes what backends left behind that no run owns (containers of
+// attempts that ended or were never recorded while Niuma was down). A
+// backend that is away is swept when it comes back.
+func (e *Engine) sweep(ctx context.Context) {
+	if e.unswept == nil {
+		e.unswept = map[string]bool{}
+		for name, x := range e.execs {
+			if _, ok := x.(executor.Sweeper); ok {
+				e.unswept[name] = true
+			}
+		}
+	}
+	for name := range e.unswept {
+		sw := e.execs[name].(executor.Sweeper)
+		var owned []string
+		starting := false
+		for _, lr := range e.runs {
+			for _, ls := range lr.stages {
+				switch {
+				case ls.attempt.Executor != name:
+				case ls.attempt.Handle != "":
+					owned = append(owned, ls.attempt.Handle)
+				case ls.st.State == storage.StageRunning:
+					starting = true // its container may exist, unrecorded yet
+				}
+			}
+		}
+		if starting {
+			continue // sweep on a later tick
+		}
+		removed, err := sw.Sweep(ctx, owned)
+		for _, r := range removed {
+			e.log.Warn("removed a container no run owns", "executor", name, "container", r)
+		}
+		switch {
+		case errors.Is(err, executor.ErrUnavailable):
+			continue // try again on a later tick
+		case err != nil:
+			e.log.Warn("sweep leftover attempts", "executor", name, "err", err)
+		}
+		delete(e.unswept, name)
 	}
 }
 
@@ -236,6 +285,7 @@ func (ls *liveStage) gpusFromAttempt() []executor.GPU {
 func (e *Engine) reconcile(ctx context.Context) {
 	now := time.Now()
 	var inv *shepherd.Inventory
+	away := map[string]error{} // per executor, asked once per pass
 	for _, lr := range sortRuns(e.runs) {
 		for _, ls := range lr.stages {
 			if ls.st.State != storage.StageQueued || lr.run.CancelRequested {
@@ -250,6 +300,13 @@ func (e *Engine) reconcile(ctx context.Context) {
 				continue
 			}
 			if !ready || now.Before(ls.st.NextAttemptAt) {
+				continue
+			}
+			if err := e.unavailable(ctx, lr.run.Executor, away); err != nil {
+				if why := waitReason(err); ls.st.Reason != why {
+					ls.st.Reason = why
+					e.saveStage(ctx, lr, ls)
+				}
 				continue
 			}
 			if inv == nil {
@@ -273,6 +330,29 @@ func (e *Engine) reconcile(ctx context.Context) {
 		}
 		e.complete(ctx, lr)
 	}
+}
+
+// unavailable asks an executor that depends on a service whether it can
+// start attempts now; memo holds the answers of this pass.
+func (e *Engine) unavailable(ctx context.Context, name string, memo map[string]error) error {
+	if err, ok := memo[name]; ok {
+		return err
+	}
+	var err error
+	if av, ok := e.execs[name].(executor.Availability); ok {
+		err = av.Available(ctx)
+	}
+	memo[name] = err
+	return err
+}
+
+// waitReason is the reason a queued stage shows while its executor is away.
+func waitReason(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "Docker daemon not reachable"); i >= 0 {
+		return msg[i:]
+	}
+	return "waiting for the executor: " + msg
 }
 
 // needsMet says whether a stage's needs have all succeeded, or why it can
@@ -367,20 +447,31 @@ func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.J
 	name := ls.st.Name
 	r := lr.run
 	stdout, stderr := stageLogPaths(r.Dir, name, ls.st.Attempts)
+	rt := lr.tmpl.Runtime
 	job := executor.Job{
 		RunID: r.ID, Stage: name, Attempt: ls.st.Attempts,
-		RunDir: r.Dir, StageDir: stdoutDir(stdout), GPUs: gpus,
-		Image: lr.tmpl.Runtime.Image, StdoutPath: stdout, StderrPath: stderr,
+		RunDir: r.Dir, StageDir: stdoutDir(stdout), GPUs: gpus, CodeDir: lr.tmpl.Dir, DataDir: dataDir(lr.tmpl),
+		Image: rt.Image, StdoutPath: stdout, StderrPath: stderr,
+		Container: executor.Container{
+			ShmSizeMiB: rt.ShmSizeMiB, MemoryMiB: rt.MemoryMiB, CPUs: rt.CPUs, User: rt.User,
+			Network: rt.Network, Keep: rt.Keep, CapAdd: rt.CapAdd,
+		},
 	}
 	st, _ := lr.tmpl.Stage(name)
-	v := vars(r.ID, r.Dir, name, lr.tmpl.Dir, r.Seed, lr.values)
+	// The workload sees the run and code directories where its executor
+	// puts them (a container's mounts), and so do its ${...} and env.
+	runDir, codeDir, data := r.Dir, job.CodeDir, job.DataDir
+	if pm, ok := e.execs[r.Executor].(executor.PathMapper); ok {
+		runDir, codeDir, data = pm.MapPaths(runDir, codeDir, data)
+	}
+	v := vars(r.ID, runDir, name, codeDir, data, r.Seed, lr.values)
 	env := make(map[string]string, len(st.Env))
 	for k, val := range st.Env {
 		if x, err := template.Expand(val, v); err == nil {
 			env[k] = x
 		}
 	}
-	job.Env = contractEnv(r.ID, r.Dir, name, ls.st.Attempts, r.Seed, lr.values, env)
+	job.Env = contractEnv(r.ID, runDir, name, ls.st.Attempts, r.Seed, lr.values, env)
 	// Submit checked that the command expands; an empty Argv fails the
 	// attempt with a clear reason should that ever change.
 	if argv, err := expandArgv(st.Command, v); err == nil {
@@ -399,6 +490,10 @@ func (e *Engine) handle(ctx context.Context, r result) {
 	}
 	ls := lr.stage(r.stage)
 	if ls == nil || ls.st.Attempts != r.attempt || ls.st.State != storage.StageRunning {
+		return
+	}
+	if r.requeue != nil {
+		e.requeue(ctx, lr, ls, r.requeue)
 		return
 	}
 	if !r.finished {
@@ -453,6 +548,21 @@ func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit ex
 	if err := e.store.UpdateAttempt(ctx, *a); err != nil {
 		e.log.Error("record attempt end", "err", err)
 	}
+	e.saveStage(ctx, lr, ls)
+}
+
+// requeue puts a stage whose attempt could not start because its backend
+// was away back in the queue. The attempt is recorded as not started and
+// does not count against the stage's retries.
+func (e *Engine) requeue(ctx context.Context, lr *liveRun, ls *liveStage, why error) {
+	a, st := &ls.attempt, &ls.st
+	ls.handle, ls.gpus = nil, nil
+	a.State, a.Reason, a.FinishedAt = "not started", why.Error(), time.Now()
+	if err := e.store.UpdateAttempt(ctx, *a); err != nil {
+		e.log.Error("record attempt end", "err", err)
+	}
+	st.Retries++
+	st.State, st.Reason = storage.StageQueued, waitReason(why)
 	e.saveStage(ctx, lr, ls)
 }
 

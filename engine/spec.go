@@ -40,9 +40,10 @@ func newSeed() int64 {
 }
 
 // vars are the engine variables a stage's command may name as ${name}.
-func vars(runID, runDir, stage, codeDir string, seed int64, values template.Values) map[string]string {
+func vars(runID, runDir, stage, codeDir, dataDir string, seed int64, values template.Values) map[string]string {
 	v := map[string]string{
 		"code":      codeDir,
+		"data":      dataDir,
 		"run_dir":   runDir,
 		"stage_dir": filepath.Join(runDir, stage),
 		"run_id":    runID,
@@ -53,6 +54,16 @@ func vars(runID, runDir, stage, codeDir string, seed int64, values template.Valu
 		v["params."+k] = s
 	}
 	return v
+}
+
+// dataDir is the host path of a template's data directory: as written
+// when absolute, else relative to the template's directory.
+func dataDir(t *template.Template) string {
+	d := t.Runtime.Data
+	if d == "" || filepath.IsAbs(d) {
+		return d
+	}
+	return filepath.Join(t.Dir, d)
 }
 
 // contractEnv is the environment the stage contract promises a workload.

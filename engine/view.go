@@ -42,6 +42,9 @@ type RunInfo struct {
 	StartedAt       time.Time      `json:"started_at,omitzero"`
 	FinishedAt      time.Time      `json:"finished_at,omitzero"`
 	Stages          []StageInfo    `json:"stages"`
+	// ExecutorNote, set by Submit only, says why the run got another
+	// executor than its template asks for (e.g. its image is missing).
+	ExecutorNote string `json:"executor_note,omitempty"`
 }
 
 // StageInfo is the read model of one stage of a run.

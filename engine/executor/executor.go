@@ -11,6 +11,11 @@ import (
 // outcome cannot be known (the process or container vanished).
 var ErrGone = errors.New("attempt is gone")
 
+// ErrUnavailable marks an error from a backend whose service (the Docker
+// daemon) cannot be reached. The engine keeps such a stage queued, with the
+// error as its reason, instead of failing it.
+var ErrUnavailable = errors.New("backend not reachable")
+
 // GPU is one device assigned to an attempt by the shepherd.
 type GPU struct {
 	Index int
@@ -31,12 +36,29 @@ type Job struct {
 	RunDir   string // absolute host path of the run directory
 	StageDir string // absolute host path of <run dir>/<stage>
 	GPUs     []GPU  // assigned devices; empty for a CPU-only stage
+	CodeDir  string // absolute host path of the template's directory ("" for none)
+	DataDir  string // host path of the template's data directory ("" for none)
 	Image    string // container image, for container backends
+
+	// Container tunes a container backend's sandbox; others ignore it.
+	Container Container
 
 	// StdoutPath and StderrPath are host files the attempt's output goes
 	// to. The engine follows StdoutPath for metrics.
 	StdoutPath string
 	StderrPath string
+}
+
+// Container is what a template may say about a stage's container. Zero
+// values mean the backend's defaults.
+type Container struct {
+	ShmSizeMiB int64
+	MemoryMiB  int64
+	CPUs       float64
+	User       string
+	Network    string // "bridge" or "none"
+	Keep       bool   // leave the finished container in place
+	CapAdd     []string
 }
 
 // Exit is how an attempt ended.
@@ -89,4 +111,41 @@ type Executor interface {
 	// from the Ref it persisted. It returns ErrGone when the attempt no
 	// longer exists and its outcome is unknown.
 	Recover(ctx context.Context, job Job, ref string) (Handle, error)
+}
+
+// Availability is implemented by backends that depend on a service that
+// may be away. The engine asks before starting a stage and keeps the stage
+// queued, with the error as its reason, while it fails.
+type Availability interface {
+	Available(ctx context.Context) error
+}
+
+// PathMapper is implemented by backends whose attempts see the run, code
+// and data directories at other paths than the host's (a container's
+// mounts). The engine expands ${run_dir}, ${stage_dir}, ${code} and
+// ${data}, and sets NIUMA_RUN_DIR, with the mapped paths. "" maps to "".
+type PathMapper interface {
+	MapPaths(runDir, codeDir, dataDir string) (run, code, data string)
+}
+
+// ImageChecker is implemented by container backends. CheckImage says
+// whether image can run here without a registry (it is present locally);
+// the engine uses it to choose a default executor.
+type ImageChecker interface {
+	CheckImage(ctx context.Context, image string) error
+}
+
+// Sweeper is implemented by backends whose attempts outlive Niuma as
+// objects of their own (containers). On start the engine passes the refs of
+// every attempt it drives; Sweep removes what else the backend finds
+// labelled as this install's and reports what it removed.
+type Sweeper interface {
+	Sweep(ctx context.Context, owned []string) (removed []string, err error)
+}
+
+// Releaser is implemented by handles that hold resources in this process
+// (log streams, waits). The engine calls Release when it stops owning the
+// attempt without it having ended, so that the next owner alone follows it.
+type Releaser interface {
+	Release()
 }

@@ -8,7 +8,17 @@
 //	name: digits-mlp                 # letters, digits, . - _
 //	description: Classify 8x8 digits with a small MLP.
 //	version: "1.0"
-//	runtime: {kind: local}           # local | docker (docker needs image:)
+//	runtime:
+//	  kind: docker                   # local | docker (docker needs image:)
+//	  image: niuma/digits-mlp:1      # with an image, docker is the default where Docker answers
+//	  data: ../datasets/digits       # optional; ${data}, read-only in the container
+//	  shm_size: 2GiB                 # /dev/shm (default 1GiB)
+//	  memory: 8GiB                   # hard limit; exceeding it is reported as out of memory
+//	  cpus: 4                        # CPU quota
+//	  user: "1000:1000"              # default: the user running Niuma
+//	  network: none                  # bridge (default) | none
+//	  keep: false                    # keep finished containers
+//	  cap_add: [SYS_PTRACE]          # capabilities to keep (all are dropped otherwise)
 //	objective: {metric: val_acc, goal: max}   # goal: min | max; metric may be left out
 //	params:                          # in this order in the wizard
 //	  lr:        {type: float, default: 0.01, min: 0.00001, max: 1.0, log: true, help: Learning rate}
@@ -33,7 +43,7 @@
 //
 // Command arguments and env values may refer to ${params.NAME} and to the
 // EngineVars (${code}, ${run_dir}, ${stage_dir}, ${run_id}, ${stage},
-// ${seed}); the engine substitutes them with Expand, using
+// ${seed}, and ${data} when the runtime names a data directory); the engine substitutes them with Expand, using
 // Values.ParamVars for the parameters. "$$" writes a literal "$".
 //
 // Parameter values travel as Values: float64, int64, bool or string per

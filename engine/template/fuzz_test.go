@@ -48,6 +48,7 @@ func FuzzParse(f *testing.F) {
 		"name: t\nruntime: {kind: docker, image: img}\nobjective: {metric: loss, goal: min}\nparams:\n  f: {type: float, default: 1e-3, min: 1e-9, log: true}\n  i: {type: int, default: -3, max: 0}\n  b: {type: bool, default: yes}\n  c: {type: choice, choices: [x, y, z]}\n  s: {type: string, default: hi}\nstages:\n  - {name: z, command: [\"${params.f}\", \"${params.i}${params.b}\", \"${params.c}$$${params.s}\"], gpus: 8, gpu_memory: 80GB, timeout: 1h30m}\n  - {name: y, needs: z, command: [x], env: {A: \"${stage_dir}\"}}\n",
 		"name: t\nstages:\n  - {name: d, command: [x], needs: [b, c]}\n  - {name: c, command: [x], needs: [a]}\n  - {name: b, command: [x], needs: [a]}\n  - {name: a, command: [x]}\n",
 		"name: t\nstages:\n  - &d {name: a, command: [x], retries: 2}\n  - {<<: *d, name: b, timeout: 5m}\n",
+		"name: t\nruntime: {kind: docker, image: i, shm_size: 2GiB, memory: 16m, cpus: 1.5, user: \"1000:1000\", network: none, keep: true, cap_add: [SYS_PTRACE]}\nstages: [{name: a, command: [x]}]\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

@@ -18,7 +18,7 @@ import (
 // as an unknown field (a typo such as "need:" must not be silently ignored).
 var (
 	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages"}
-	runtimeFields   = []string{"kind", "image"}
+	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add"}
 	objectiveFields = []string{"metric", "goal"}
 	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help"}
 	stageFields     = []string{"name", "command", "needs", "gpus", "gpu_memory", "retries", "timeout", "env"}
@@ -276,8 +276,79 @@ func (p *parser) runtime(f *fieldSet) Runtime {
 		}
 		p.addf(line, "runtime: image is required when kind is docker, e.g. image: pytorch/pytorch:latest")
 	}
+	p.containerFields(&rt, rf, pre)
 	return rt
 }
+
+// containerFields reads the runtime fields that tune a docker stage's
+// container.
+func (p *parser) containerFields(rt *Runtime, rf *fieldSet, pre string) {
+	size := func(name string) int64 {
+		n := rf.get(name)
+		if n == nil {
+			return 0
+		}
+		mib, err := ParseGPUMemory(scalarValue(n))
+		if n.Kind != yaml.ScalarNode {
+			err = fmt.Errorf("must be a size such as 2GiB, not %s", kindName(n))
+		}
+		if err != nil {
+			p.addf(rf.line(name), "%s%s %v", pre, name, err)
+			return 0
+		}
+		return mib
+	}
+	rt.ShmSizeMiB = size("shm_size")
+	rt.MemoryMiB = size("memory")
+	if rt.MemoryMiB != 0 && rt.MemoryMiB < 6 {
+		p.addf(rf.line("memory"), "%smemory must be at least 6MiB (Docker's minimum)", pre)
+	}
+	if s := p.str(rf, "cpus", pre); s != "" {
+		c, err := parseFloat(s)
+		if err != nil || c <= 0 || c > 4096 {
+			p.addf(rf.line("cpus"), "%scpus must be a positive number of CPUs such as 2 or 0.5 (got %q)", pre, s)
+		} else {
+			rt.CPUs = c
+		}
+	}
+	rt.Data = p.str(rf, "data", pre)
+	rt.User = p.str(rf, "user", pre)
+	switch nw := p.str(rf, "network", pre); nw {
+	case "", "bridge", "none":
+		rt.Network = nw
+	default:
+		p.addf(rf.line("network"), "%snetwork must be bridge or none (got %q); Niuma never shares the host's network", pre, nw)
+	}
+	switch k := p.str(rf, "keep", pre); k {
+	case "", "false":
+	case "true":
+		rt.Keep = true
+	default:
+		p.addf(rf.line("keep"), "%skeep must be true or false (got %q)", pre, k)
+	}
+	if n := rf.get("cap_add"); n != nil {
+		if n.Kind != yaml.SequenceNode {
+			p.addf(rf.line("cap_add"), "%scap_add must be a list such as [SYS_PTRACE], not %s", pre, kindName(n))
+			return
+		}
+		for _, c := range n.Content {
+			c = deref(c)
+			v := strings.ToUpper(strings.TrimPrefix(strings.ToUpper(scalarValue(c)), "CAP_"))
+			if c.Kind != yaml.ScalarNode || !capRe.MatchString(v) {
+				p.addf(c.Line, "%scap_add: %q is not a capability name such as SYS_PTRACE", pre, scalarValue(c))
+				continue
+			}
+			if v == "ALL" || v == "SYS_ADMIN" {
+				p.addf(c.Line, "%scap_add: %s would undo the container's isolation; Niuma does not grant it", pre, v)
+				continue
+			}
+			rt.CapAdd = append(rt.CapAdd, v)
+		}
+	}
+}
+
+// capRe is the shape of a Linux capability name without its CAP_ prefix.
+var capRe = regexp.MustCompile(`^[A-Z][A-Z_]{1,31}$`)
 
 func (p *parser) objective(f *fieldSet) Objective {
 	var o Objective
@@ -544,7 +615,7 @@ func (p *parser) stages(t *Template, f *fieldSet, params map[string]bool) {
 		p.addf(f.line("stages"), "stages is empty; add at least one stage, e.g. - {name: train, command: [python3, train.py]}")
 		return
 	}
-	refs := &refChecker{params: params, paramList: listNames(sortedKeys(params))}
+	refs := &refChecker{params: params, paramList: listNames(sortedKeys(params)), data: t.Runtime.Data != ""}
 	var needs [][]needRef
 	first := map[string]int{} // stage name -> line of its first definition
 	for i, raw := range n.Content {
@@ -747,6 +818,7 @@ func (p *parser) env(st *Stage, f *fieldSet, pre string, refs *refChecker) {
 type refChecker struct {
 	params    map[string]bool
 	paramList string
+	data      bool // the runtime names a data directory
 }
 
 func (r *refChecker) check(p *parser, s string, line int, where string) {
@@ -764,6 +836,10 @@ func (r *refChecker) check(p *parser, s string, line int, where string) {
 				}
 				p.addf(line, "%s refers to unknown parameter ${%s} (%s)", where, name, known)
 			}
+			continue
+		}
+		if name == "data" && !r.data {
+			p.addf(line, "%s refers to ${data}, but the template names no data directory; add runtime: {data: PATH}", where)
 			continue
 		}
 		if !slices.Contains(EngineVars, name) {

@@ -146,6 +146,29 @@ func TestParseFeatures(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, Runtime{Kind: "docker", Image: "pytorch/pytorch"}, tp.Runtime)
 	})
+	t.Run("container fields", func(t *testing.T) {
+		for _, tt := range []struct {
+			name, runtime string
+			want          Runtime
+		}{
+			{"none: the executor's defaults", "{kind: docker, image: i}", Runtime{Kind: "docker", Image: "i"}},
+			{"shm_size and memory are sizes in MiB", "{kind: docker, image: i, shm_size: 2GiB, memory: 16m}",
+				Runtime{Kind: "docker", Image: "i", ShmSizeMiB: 2048, MemoryMiB: 16}},
+			{"cpus may be fractional", "{kind: docker, image: i, cpus: 1.5}", Runtime{Kind: "docker", Image: "i", CPUs: 1.5}},
+			{"user, network none and keep", "{kind: docker, image: i, user: \"1000:1000\", network: none, keep: true}",
+				Runtime{Kind: "docker", Image: "i", User: "1000:1000", Network: "none", Keep: true}},
+			{"cap_add is upper-cased without CAP_", "{kind: docker, image: i, cap_add: [sys_ptrace, CAP_NET_RAW]}",
+				Runtime{Kind: "docker", Image: "i", CapAdd: []string{"SYS_PTRACE", "NET_RAW"}}},
+			{"a local template may name an image", "{kind: local, image: i}", Runtime{Kind: "local", Image: "i"}},
+			{"a data directory", "{kind: docker, image: i, data: ../datasets/digits}", Runtime{Kind: "docker", Image: "i", Data: "../datasets/digits"}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				tp, err := Parse("t.yaml", []byte("name: t\nruntime: "+tt.runtime+"\nstages: [{name: a, command: [x]}]\n"))
+				require.NoError(t, err)
+				require.Equal(t, tt.want, tp.Runtime)
+			})
+		}
+	})
 	t.Run("runtime and objective may be left out", func(t *testing.T) {
 		tp, err := Parse("t.yaml", []byte("name: t\nstages: [{name: a, command: [x]}]\n"))
 		require.NoError(t, err)
@@ -241,6 +264,15 @@ func TestParseProblems(t *testing.T) {
 		{"unknown stage field", stagesDoc("  - name: a\n    command: [x]\n    need: [b]\n"), 5, `stage "a": unknown field "need"; did you mean "needs"?`},
 		{"unknown param field", paramDoc("{type: int, defualt: 3}"), 3, `parameter "p": unknown field "defualt"; did you mean "default"?`},
 		{"unknown runtime field", "name: t\nruntime:\n  knd: local\nstages: [{name: a, command: [x]}]\n", 3, `runtime: unknown field "knd"; did you mean "kind"?`},
+		{"runtime shm_size not a size", "name: t\nruntime: {kind: docker, image: i, shm_size: big}\nstages: [{name: a, command: [x]}]\n", 2, `runtime: shm_size "big" is not a size`},
+		{"runtime memory below Docker's minimum", "name: t\nruntime: {kind: docker, image: i, memory: 1MiB}\nstages: [{name: a, command: [x]}]\n", 2, "runtime: memory must be at least 6MiB"},
+		{"runtime cpus zero", "name: t\nruntime: {kind: docker, image: i, cpus: 0}\nstages: [{name: a, command: [x]}]\n", 2, "runtime: cpus must be a positive number"},
+		{"runtime network host", "name: t\nruntime: {kind: docker, image: i, network: host}\nstages: [{name: a, command: [x]}]\n", 2, `runtime: network must be bridge or none (got "host")`},
+		{"runtime keep not a bool", "name: t\nruntime: {kind: docker, image: i, keep: maybe}\nstages: [{name: a, command: [x]}]\n", 2, "runtime: keep must be true or false"},
+		{"runtime cap_add not a list", "name: t\nruntime: {kind: docker, image: i, cap_add: NET_RAW}\nstages: [{name: a, command: [x]}]\n", 2, "runtime: cap_add must be a list"},
+		{"runtime cap_add SYS_ADMIN", "name: t\nruntime: {kind: docker, image: i, cap_add: [SYS_ADMIN]}\nstages: [{name: a, command: [x]}]\n", 2, "would undo the container's isolation"},
+		{"${data} without a data directory", "name: t\nstages: [{name: a, command: [x, \"${data}/x\"]}]\n", 2, "refers to ${data}, but the template names no data directory"},
+		{"runtime cap_add not a name", "name: t\nruntime: {kind: docker, image: i, cap_add: [\"a b\"]}\nstages: [{name: a, command: [x]}]\n", 2, "is not a capability name"},
 		{"unknown objective field", "name: t\nobjective:\n  metric: acc\n  goal: max\n  target: 1\nstages: [{name: a, command: [x]}]\n", 5, `objective: unknown field "target"`},
 		{"unknown field in a merged mapping", "name: t\nstages: [{name: a, command: [x], <<: {tries: 1}}]\n", 2, `stage "a": unknown field "tries"; did you mean "retries"?`},
 		{"duplicate field", "name: t\nname: u\nstages: [{name: a, command: [x]}]\n", 2, `duplicate field "name" (first at line 1)`},

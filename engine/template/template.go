@@ -31,7 +31,7 @@ var Kinds = []Kind{KindFloat, KindInt, KindBool, KindChoice, KindString}
 //	run_id    the run's ID
 //	stage     the stage's name
 //	seed      the run's global seed
-var EngineVars = []string{"code", "run_dir", "stage_dir", "run_id", "stage", "seed"}
+var EngineVars = []string{"code", "run_dir", "stage_dir", "run_id", "stage", "seed", "data"}
 
 // Param is one entry of a template's parameter schema.
 type Param struct {
@@ -61,9 +61,25 @@ type Stage struct {
 
 // Runtime says where stages run: Kind "local" (host processes) or
 // "docker" (Image is then required).
+//
+// The other fields tune the container of a docker stage; a local stage
+// ignores them. Zero values mean the executor's defaults (shared memory
+// 1 GiB, bridge network, no memory or CPU limit, the image's user, the
+// container removed when it ends, every capability dropped).
 type Runtime struct {
 	Kind  string
 	Image string
+	// Data is a directory of inputs (data: PATH, relative to the
+	// template's directory); ${data} names it, read-only in a container.
+	Data string
+
+	ShmSizeMiB int64    // shm_size: /dev/shm; PyTorch DataLoader workers need more than Docker's 64 MB
+	MemoryMiB  int64    // memory: hard memory limit; the kernel's OOM killer enforces it
+	CPUs       float64  // cpus: CPU quota, e.g. 2.5
+	User       string   // user: "uid[:gid]" or a name the image knows
+	Network    string   // network: "bridge" (default) or "none"
+	Keep       bool     // keep: leave finished containers for inspection
+	CapAdd     []string // cap_add: capabilities to keep, e.g. [SYS_PTRACE]
 }
 
 // Objective is the metric a run is judged by. Goal is "min" or "max";

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"niuma/engine/executor"
+	"niuma/engine/executor/docker"
+	"niuma/engine/executor/docker/dockertest"
+	"niuma/engine/executor/local"
+)
+
+// These tests drive runs through the docker executor on the machine's
+// daemon; they skip when none answers.
+
+// dockerEngine returns an engine over the harness with the local executor
+// and a docker executor over the daemon DOCKER_HOST names.
+func (h *harness) dockerEngine() *Engine {
+	api, err := docker.NewMoby()
+	require.NoError(h.t, err)
+	h.t.Cleanup(func() { api.Close() })
+	dx := docker.New(api, h.home)
+	dx.RetryInterval = 50 * time.Millisecond
+	e, err := New(Options{
+		Home: h.home, Store: h.store,
+		Executors:    []executor.Executor{local.New(), dx},
+		Backoff:      func(int) time.Duration { return 10 * time.Millisecond },
+		StopGrace:    2 * time.Second,
+		PollInterval: 50 * time.Millisecond,
+	})
+	require.NoError(h.t, err)
+	return e
+}
+
+func dockerYAML(stages string) string {
+	return "name: d\nruntime: {kind: docker, image: " + dockertest.Image + "}\nparams:\n  msg: {type: string, default: hello}\nstages:\n" + stages
+}
+
+func TestDockerRunsTheDAGInContainers(t *testing.T) {
+	dockertest.Need(t)
+	h := newHarness(t)
+	e := h.dockerEngine()
+	h.drive(e)
+	tm := parse(t, dockerYAML(`
+  - name: make
+    command: [/workload, write, "${stage_dir}/out.txt", "${params.msg}"]
+  - name: metrics
+    needs: [make]
+    command: [/workload, metrics, "4"]
+  - name: read
+    needs: [metrics]
+    command: [/workload, cat, "${run_dir}/make/out.txt"]
+`))
+	info, err := e.Submit(context.Background(), RunSpec{Template: tm, Values: map[string]any{"msg": "$(touch /tmp/pwned); x"}})
+	require.NoError(t, err)
+	require.Equal(t, "docker", info.Executor, "docker by default: the daemon answers and the image is here")
+	r := waitDone(t, e, info.ID)
+	require.Equal(t, Succeeded, r.State, "%+v", r.Stages)
+	out, _ := LogPaths(r, "read", 1)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "$(touch /tmp/pwned); x", string(b), "the second stage read the first's output, and the value arrived verbatim")
+	_, err = os.Stat("/tmp/pwned")
+	require.True(t, os.IsNotExist(err), "nothing ran the value as a command")
+	n, err := e.MetricCount(context.Background(), info.ID)
+	require.NoError(t, err)
+	require.Equal(t, 4, n, "metrics parsed from the container's stdout")
+}
+
+func TestDockerRunSurvivesAnEngineRestart(t *testing.T) {
+	dockertest.Need(t)
+	h := newHarness(t)
+	first := h.dockerEngine()
+	stopFirst := h.drive(first)
+	tm := parse(t, dockerYAML(`
+  - name: a
+    command: [/workload, hold, "2", "${stage_dir}/ready", "${stage_dir}/go", "5"]
+`))
+	info, err := first.Submit(context.Background(), RunSpec{Template: tm, Executor: "docker"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(info.Dir, "a", "go"), nil, 0o644) })
+	sub := first.Subscribe(256)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waitFor(t, ctx, first, sub, info.ID, func(RunInfo) bool {
+		n, _ := first.MetricCount(context.Background(), info.ID)
+		_, err := os.Stat(filepath.Join(info.Dir, "a", "ready"))
+		return n == 2 && err == nil
+	})
+	sub.Close()
+	stopFirst() // the engine goes; the container stays
+
+	second := h.dockerEngine()
+	h.drive(second)
+	require.NoError(t, os.WriteFile(filepath.Join(info.Dir, "a", "go"), nil, 0o644))
+	r := waitDone(t, second, info.ID)
+	require.Equal(t, Succeeded, r.State, "%+v", r.Stages)
+	require.Equal(t, 1, r.Stages[0].Attempts, "adopted, not restarted")
+	series, err := second.Series(context.Background(), info.ID, "a", "loss")
+	require.NoError(t, err)
+	var steps []int64
+	for _, p := range series {
+		steps = append(steps, p.Step)
+	}
+	require.Equal(t, []int64{1, 2, 3, 4, 5}, steps, "every point exactly once")
+	out, _ := LogPaths(r, "a", 1)
+	b, _ := os.ReadFile(out)
+	require.Equal(t, 5, strings.Count(string(b), "\n"), "the log holds each line once:\n%s", b)
+}
+
+func TestDockerUnreachableKeepsStagesQueued(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "dead.sock"))
+	h := newHarness(t)
+	e := h.dockerEngine()
+	h.drive(e)
+	tm := parse(t, dockerYAML("  - {name: a, command: [/workload, exit, \"0\"]}\n"))
+	info, err := e.Submit(context.Background(), RunSpec{Template: tm})
+	require.NoError(t, err)
+	require.Equal(t, "local", info.Executor, "without a daemon a template with an image falls back to the host")
+	require.Contains(t, info.ExecutorNote, "Docker daemon not reachable")
+
+	info, err = e.Submit(context.Background(), RunSpec{Template: tm, Executor: "docker"})
+	require.NoError(t, err)
+	sub := e.Subscribe(256)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := waitFor(t, ctx, e, sub, info.ID, func(r RunInfo) bool {
+		return strings.HasPrefix(r.Stages[0].Reason, "Docker daemon not reachable: ")
+	})
+	require.Equal(t, Queued, r.State)
+	require.Equal(t, Queued, r.Stages[0].State)
+	require.Zero(t, r.Stages[0].Attempts, "nothing was started, nothing failed")
+	require.NoError(t, e.Cancel(context.Background(), info.ID))
+	r = waitDone(t, e, info.ID)
+	require.Equal(t, Cancelled, r.State, "the engine kept running")
+}
+
+func TestDockerMountsCodeAndDataReadOnly(t *testing.T) {
+	dockertest.Need(t)
+	h := newHarness(t)
+	e := h.dockerEngine()
+	h.drive(e)
+	code := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(code, "data"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(code, "data", "in.txt"), []byte("digits"), 0o644))
+	tm := parse(t, "name: d\nruntime: {kind: docker, image: "+dockertest.Image+", data: data}\nstages:\n"+`
+  - name: read
+    command: [/workload, cat, "${data}/in.txt"]
+  - name: write
+    needs: [read]
+    command: [/workload, write, "${data}/out.txt", x]
+`)
+	tm.Dir = code
+	info, err := e.Submit(context.Background(), RunSpec{Template: tm})
+	require.NoError(t, err)
+	r := waitDone(t, e, info.ID)
+	require.Equal(t, Succeeded, r.Stages[0].State)
+	out, _ := LogPaths(r, "read", 1)
+	b, _ := os.ReadFile(out)
+	require.Equal(t, "digits", string(b), "${data} names the template's data directory inside the container")
+	require.Equal(t, Failed, r.Stages[1].State, "the data directory is read-only")
+	_, errPath := LogPaths(r, "write", 1)
+	b, _ = os.ReadFile(errPath)
+	require.Contains(t, string(b), "read-only file system")
+}
+
+func TestDockerEngineStartRemovesContainersNoRunOwns(t *testing.T) {
+	dockertest.Need(t)
+	h := newHarness(t)
+	api, err := docker.NewMoby()
+	require.NoError(t, err)
+	defer api.Close()
+	dx := docker.New(api, h.home)
+	dir := filepath.Join(h.home, "runs", "gone")
+	stray, err := dx.Start(context.Background(), executor.Job{
+		RunID: "gone", Stage: "a", Attempt: 1, Argv: []string{dockertest.Workload, "sleep"},
+		RunDir: dir, StageDir: filepath.Join(dir, "a"), Image: dockertest.Image,
+		StdoutPath: filepath.Join(dir, "a", "out"), StderrPath: filepath.Join(dir, "a", "err"),
+	})
+	require.NoError(t, err)
+	stray.(executor.Releaser).Release() // as if its Niuma had crashed before recording it
+	list, err := api.List(context.Background(), map[string]string{docker.LabelHome: h.home})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+
+	e := h.dockerEngine()
+	h.drive(e) // returns once the engine owns the data dir and has swept
+	list, err = api.List(context.Background(), map[string]string{docker.LabelHome: h.home})
+	require.NoError(t, err)
+	require.Empty(t, list, "the engine removed the container no run owns")
+}

@@ -1,0 +1,139 @@
+package docker
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"niuma/engine/executor"
+)
+
+// Paths inside every container.
+const (
+	RunMount  = "/niuma/run"
+	CodeMount = "/niuma/code"
+	DataMount = "/niuma/data"
+)
+
+// Labels on every container Niuma creates.
+const (
+	LabelRun     = "niuma.run"
+	LabelStage   = "niuma.stage"
+	LabelAttempt = "niuma.attempt"
+	LabelHome    = "niuma.home" // the data directory: two installs never adopt each other's containers
+	LabelKeep    = "niuma.keep" // "true": the template asked to keep the container; Sweep leaves it
+)
+
+// DefaultShmSizeMiB is /dev/shm when the template does not say: PyTorch's
+// DataLoader workers pass batches through shared memory and fail with
+// "bus error" in Docker's 64 MB default.
+const DefaultShmSizeMiB = 1024
+
+// createOptions builds the container for one attempt. It is a pure
+// function of the job, so the sandbox it asks for can be checked without a
+// daemon.
+// user is who the workload runs as when the template does not say: the
+// host user running Niuma, so that files it writes in the run directory
+// belong to that user, not to root.
+func createOptions(home, user string, job executor.Job) client.ContainerCreateOptions {
+	c := job.Container
+	env := make([]string, 0, len(job.Env)+1)
+	for _, k := range sortedKeys(job.Env) {
+		env = append(env, k+"="+job.Env[k])
+	}
+	if _, ok := job.Env["HOME"]; !ok {
+		// A uid the image does not know gets HOME=/, which it cannot
+		// write; caches (pip, torch, matplotlib) go to /tmp instead.
+		env = append(env, "HOME=/tmp")
+	}
+	if c.User != "" {
+		user = c.User
+	}
+	labels := map[string]string{
+		LabelRun: job.RunID, LabelStage: job.Stage, LabelAttempt: strconv.Itoa(job.Attempt), LabelHome: home,
+	}
+	if c.Keep {
+		labels[LabelKeep] = "true"
+	}
+	mounts := []mount.Mount{{Type: mount.TypeBind, Source: job.RunDir, Target: RunMount}}
+	if job.CodeDir != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: job.CodeDir, Target: CodeMount, ReadOnly: true})
+	}
+	if job.DataDir != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: job.DataDir, Target: DataMount, ReadOnly: true})
+	}
+	shm := c.ShmSizeMiB
+	if shm <= 0 {
+		shm = DefaultShmSizeMiB
+	}
+	network := c.Network
+	if network == "" {
+		network = "bridge"
+	}
+	init := true
+	hc := &container.HostConfig{
+		Mounts:      mounts,
+		NetworkMode: container.NetworkMode(network),
+		// Own PID and IPC namespaces: the zero values, spelled out.
+		PidMode:     "",
+		IpcMode:     "private",
+		Privileged:  false,
+		CapDrop:     []string{"ALL"},
+		CapAdd:      c.CapAdd,
+		SecurityOpt: []string{"no-new-privileges"},
+		ShmSize:     shm << 20,
+		// An init as PID 1 passes Stop's SIGTERM on to the workload (PID
+		// 1 ignores signals it has no handler for) and reaps orphans.
+		Init: &init,
+	}
+	hc.Memory = c.MemoryMiB << 20
+	if c.MemoryMiB > 0 {
+		hc.MemorySwap = hc.Memory // no swap beyond the limit: OOM is reported, not hidden
+	}
+	hc.NanoCPUs = int64(c.CPUs * 1e9)
+	if len(job.GPUs) > 0 {
+		ids := make([]string, len(job.GPUs))
+		for i, g := range job.GPUs {
+			ids[i] = g.UUID
+			if ids[i] == "" {
+				ids[i] = strconv.Itoa(g.Index)
+			}
+		}
+		// DeviceIDs only, never Count with them: the daemon rejects both.
+		hc.DeviceRequests = []container.DeviceRequest{{DeviceIDs: ids, Capabilities: [][]string{{"gpu"}}}}
+	}
+	return client.ContainerCreateOptions{
+		Name: containerName(job),
+		Config: &container.Config{
+			Image:      job.Image,
+			Cmd:        job.Argv,
+			Entrypoint: []string{}, // the stage's command is the whole command
+			Env:        env,
+			WorkingDir: RunMount,
+			User:       user,
+			Labels:     labels,
+		},
+		HostConfig: hc,
+	}
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+
+// containerName is readable in `docker ps`: niuma-<run>-<stage>-<attempt>.
+func containerName(job executor.Job) string {
+	return fmt.Sprintf("niuma-%s-%s-%d", job.RunID, nameUnsafe.ReplaceAllString(job.Stage, "_"), job.Attempt)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,20 @@
+// Package docker runs a stage's attempts as Docker containers.
+//
+// The executor talks to the daemon through API, a narrow interface this
+// package owns; Moby implements it with github.com/moby/moby/client, so
+// the SDK's churn stays in one file. Containers carry labels naming the
+// run, stage, attempt and Niuma data directory: a restarted Niuma finds its
+// own containers by them (Recover, Sweep) and never another install's.
+//
+// Every container is hardened by default: no privileges, no new privileges,
+// every capability dropped (a template may keep some with cap_add), its own
+// PID and IPC namespaces, and a bridge or no network, never the host's.
+// The run directory is mounted read-write at /niuma/run (the working
+// directory), the template's directory read-only at /niuma/code and its
+// data directory, if it names one, read-only at /niuma/data. GPUs are
+// requested by UUID through HostConfig.DeviceRequests (capability "gpu").
+//
+// Output is demultiplexed into the same stdout and stderr files the local
+// executor writes, so the engine reads metrics the same way. When Niuma
+// re-attaches to a container it skips the bytes those files already hold.
+package docker

@@ -1,0 +1,303 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+
+	"niuma/engine/executor"
+)
+
+// Executor runs attempts as containers.
+type Executor struct {
+	api  API
+	home string
+	// User runs workloads whose template names no user; New sets the
+	// uid:gid of this process.
+	User string
+	// OnPull, when set, sees the progress of every image pull.
+	OnPull func(PullProgress)
+	// RetryInterval is how often a handle whose daemon went away tries
+	// again. Default 1s.
+	RetryInterval time.Duration
+
+	mu     sync.Mutex
+	pulls  map[string]*pull // one pull per image at a time
+	pingAt time.Time
+	pingOK error
+}
+
+type pull struct {
+	done chan struct{}
+	err  error
+}
+
+// New returns an executor over api for the Niuma data directory home.
+func New(api API, home string) *Executor {
+	return &Executor{api: api, home: home, User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()), RetryInterval: time.Second, pulls: map[string]*pull{}}
+}
+
+// Name implements executor.Executor.
+func (x *Executor) Name() string { return "docker" }
+
+// pingTTL is how long a ping's answer is reused: the engine asks before
+// every stage it starts.
+const pingTTL = 500 * time.Millisecond
+
+// Available implements executor.Availability.
+func (x *Executor) Available(ctx context.Context) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if time.Since(x.pingAt) < pingTTL {
+		return x.pingOK
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	err := x.api.Ping(pctx)
+	if err != nil {
+		err = unreachable(err)
+	}
+	x.pingAt, x.pingOK = time.Now(), err
+	return err
+}
+
+func unreachable(err error) error {
+	return fmt.Errorf("%w: Docker daemon not reachable: %v (start Docker, or check DOCKER_HOST)", executor.ErrUnavailable, err)
+}
+
+// MapPaths implements executor.PathMapper.
+func (x *Executor) MapPaths(runDir, codeDir, dataDir string) (run, code, data string) {
+	run = RunMount
+	if codeDir != "" {
+		code = CodeMount
+	}
+	if dataDir != "" {
+		data = DataMount
+	}
+	return run, code, data
+}
+
+// CheckImage implements executor.ImageChecker.
+func (x *Executor) CheckImage(ctx context.Context, image string) error {
+	if err := x.Available(ctx); err != nil {
+		return err
+	}
+	ok, err := x.api.ImageExists(ctx, image)
+	switch {
+	case err != nil:
+		return fmt.Errorf("look up image %s: %w", image, err)
+	case !ok:
+		return fmt.Errorf("image %s is not on this machine (docker pull or build it; for the bundled demo: make demo-image)", image)
+	}
+	return nil
+}
+
+// ref is what the engine persists to find the container again.
+type ref struct {
+	ID string `json:"container"`
+}
+
+// Start implements executor.Executor.
+func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle, error) {
+	if len(job.Argv) == 0 || job.Argv[0] == "" {
+		return nil, errors.New("the stage has an empty command")
+	}
+	if job.Image == "" {
+		return nil, errors.New("the template names no image: add runtime: {image: ...} or run with --executor local")
+	}
+	if err := x.Available(ctx); err != nil {
+		return nil, err
+	}
+	if err := x.ensureImage(ctx, job.Image); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(job.StageDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create stage dir: %w", err)
+	}
+	opts := createOptions(x.home, x.User, job)
+	id, err := x.api.Create(ctx, opts)
+	if err != nil {
+		if isConflict(err) {
+			// A container of the same attempt left by a Niuma that
+			// crashed before it recorded it: it never ran for us.
+			_ = x.api.Remove(ctx, opts.Name)
+			id, err = x.api.Create(ctx, opts)
+		}
+		if err != nil {
+			return nil, x.explain(fmt.Errorf("create container: %w", err), job)
+		}
+	}
+	h := newHandle(x, id, job)
+	fail := func(err error) (executor.Handle, error) {
+		h.release()
+		_ = x.api.Remove(context.Background(), id)
+		return nil, err
+	}
+	out, errf, err := h.logFiles()
+	if err != nil {
+		return fail(err)
+	}
+	// Output and wait are both registered before the start, so neither a
+	// first line nor an exit, however fast, is missed.
+	so, se := &skipWriter{w: out}, &skipWriter{w: errf}
+	copied, err := x.api.Attach(h.ctx, id, so, se)
+	if err != nil {
+		out.Close()
+		errf.Close()
+		return fail(x.explain(fmt.Errorf("attach to container: %w", err), job))
+	}
+	first := x.api.Wait(h.ctx, id, container.WaitConditionNextExit)
+	if err := x.api.Start(ctx, id); err != nil {
+		// Removing the container ends the attached stream.
+		h.release()
+		_ = x.api.Remove(context.Background(), id)
+		ended := make(chan struct{})
+		go func() { copied(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+		}
+		out.Close()
+		errf.Close()
+		return nil, x.explain(fmt.Errorf("start container: %w", err), job)
+	}
+	go h.follow(out, errf, so, se, copied)
+	go h.monitor(first)
+	return h, nil
+}
+
+// Recover implements executor.Executor.
+func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string) (executor.Handle, error) {
+	var r ref
+	if err := json.Unmarshal([]byte(refJSON), &r); err != nil || r.ID == "" {
+		return nil, executor.ErrGone
+	}
+	st, err := x.api.Inspect(ctx, r.ID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, executor.ErrGone
+	case err == nil && st.Labels[LabelHome] != x.home:
+		return nil, executor.ErrGone // not ours: never adopt another install's container
+	}
+	// With the daemon away the handle keeps trying: the attempt is not
+	// lost just because Docker restarts.
+	h := newHandle(x, r.ID, job)
+	h.adopted = true
+	out, errf, err := h.logFiles()
+	if err != nil {
+		h.release()
+		return nil, err
+	}
+	so := &skipWriter{w: out, skip: fileSize(job.StdoutPath)}
+	se := &skipWriter{w: errf, skip: fileSize(job.StderrPath)}
+	go h.follow(out, errf, so, se, nil)
+	go h.monitor(nil)
+	return h, nil
+}
+
+// Sweep implements executor.Sweeper: containers labelled with this data
+// directory that no attempt the engine drives owns are removed, unless
+// their template asked to keep them.
+func (x *Executor) Sweep(ctx context.Context, owned []string) ([]string, error) {
+	if err := x.Available(ctx); err != nil {
+		return nil, err
+	}
+	own := map[string]bool{}
+	for _, o := range owned {
+		var r ref
+		if json.Unmarshal([]byte(o), &r) == nil && r.ID != "" {
+			own[r.ID] = true
+		}
+	}
+	list, err := x.api.List(ctx, map[string]string{LabelHome: x.home})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	var removed []string
+	for _, c := range list {
+		if own[c.ID] || c.Labels[LabelKeep] == "true" {
+			continue
+		}
+		if err := x.api.Remove(ctx, c.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return removed, fmt.Errorf("remove container %s: %w", c.Name, err)
+		}
+		removed = append(removed, fmt.Sprintf("%s (run %s, stage %s, attempt %s, %s)",
+			strings.TrimPrefix(c.Name, "/"), c.Labels[LabelRun], c.Labels[LabelStage], c.Labels[LabelAttempt], c.State))
+	}
+	return removed, nil
+}
+
+// ensureImage pulls the image when it is not present, one pull per image.
+func (x *Executor) ensureImage(ctx context.Context, image string) error {
+	ok, err := x.api.ImageExists(ctx, image)
+	if err != nil {
+		return fmt.Errorf("look up image %s: %w", image, err)
+	}
+	if ok {
+		return nil
+	}
+	x.mu.Lock()
+	p := x.pulls[image]
+	if p == nil {
+		p = &pull{done: make(chan struct{})}
+		x.pulls[image] = p
+		go func() {
+			p.err = x.api.Pull(context.Background(), image, x.OnPull)
+			x.mu.Lock()
+			delete(x.pulls, image)
+			x.mu.Unlock()
+			close(p.done)
+		}()
+	}
+	x.mu.Unlock()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p.err != nil {
+		return fmt.Errorf("image %s is not on this machine and could not be pulled: %v; "+
+			"build or load it here (for the demo: make demo-image), or run where its registry is reachable, then retry the run", image, p.err)
+	}
+	return nil
+}
+
+// explain turns the daemon's words for known setup problems into advice.
+func (x *Executor) explain(err error, job executor.Job) error {
+	msg := err.Error()
+	switch {
+	case len(job.GPUs) > 0 && (strings.Contains(msg, "could not select device driver") || strings.Contains(msg, "nvidia")):
+		return fmt.Errorf("%w; the stage needs GPUs but Docker has no NVIDIA runtime: install nvidia-container-toolkit and restart Docker "+
+			"(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/), or run the stage with 0 GPUs", err)
+	case isConnErr(err):
+		return unreachable(err)
+	}
+	return err
+}
+
+func isConflict(err error) bool {
+	return strings.Contains(err.Error(), "Conflict") || strings.Contains(err.Error(), "already in use")
+}
+
+// isConnErr says whether err is the daemon not answering rather than the
+// daemon refusing.
+func isConnErr(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Cannot connect to the Docker daemon") || strings.Contains(s, "connection refused") ||
+		strings.Contains(s, "no such file or directory") && strings.Contains(s, ".sock") || strings.Contains(s, "EOF")
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

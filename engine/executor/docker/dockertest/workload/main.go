@@ -1,0 +1,98 @@
+// Command workload is the program inside the test image: one small static
+// binary that can behave as each kind of stage the docker tests need.
+//
+//	workload metrics N            print N metric lines, steps 1..N
+//	workload exit CODE            exit with CODE
+//	workload alloc MIB            allocate and touch MIB MiB, then exit 0
+//	workload sleep                block until killed or signalled
+//	workload write PATH TEXT      write TEXT to PATH
+//	workload cat PATH             print PATH's content
+//	workload args ARG...          print each argument on its own line
+//	workload hold N READY GO M    print steps 1..N, create READY, wait for
+//	                              GO to exist, print steps N+1..M
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: workload OP ARGS")
+	}
+	a := os.Args[2:]
+	switch os.Args[1] {
+	case "metrics":
+		metrics(1, num(a, 0))
+	case "exit":
+		os.Exit(num(a, 0))
+	case "alloc":
+		var keep [][]byte
+		for range num(a, 0) {
+			b := make([]byte, 1<<20)
+			for i := range b {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+		fmt.Println("allocated", len(keep), "MiB")
+	case "sleep":
+		fmt.Println("sleeping")
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "write":
+		if err := os.WriteFile(a[0], []byte(a[1]), 0o644); err != nil {
+			fail(err.Error())
+		}
+	case "cat":
+		b, err := os.ReadFile(a[0])
+		if err != nil {
+			fail(err.Error())
+		}
+		os.Stdout.Write(b)
+	case "args":
+		for _, s := range a {
+			fmt.Printf("%s\n", s)
+		}
+	case "hold":
+		metrics(1, num(a, 0))
+		if err := os.WriteFile(a[1], nil, 0o644); err != nil {
+			fail(err.Error())
+		}
+		for {
+			if _, err := os.Stat(a[2]); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		metrics(num(a, 0)+1, num(a, 3))
+	default:
+		fail("unknown op " + os.Args[1])
+	}
+}
+
+func metrics(from, to int) {
+	for i := from; i <= to; i++ {
+		fmt.Printf("{\"step\": %d, \"loss\": %g}\n", i, 1/float64(i))
+	}
+}
+
+func num(a []string, i int) int {
+	if i >= len(a) {
+		fail("missing number")
+	}
+	n, err := strconv.Atoi(a[i])
+	if err != nil {
+		fail(err.Error())
+	}
+	return n
+}
+
+func fail(msg string) {
+	fmt.Fprintln(os.Stderr, "workload:", msg)
+	os.Exit(100)
+}

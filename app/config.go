@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"niuma/engine"
 	"niuma/engine/executor"
@@ -35,9 +36,12 @@ func Home() (string, error) {
 
 // stack is everything a command needs, opened once.
 type stack struct {
-	home   string
-	store  *storage.DB
-	engine *engine.Engine
+	home    string
+	store   *storage.DB
+	engine  *engine.Engine
+	gpus    gpumon.Opened
+	sampler *gpumon.Sampler
+	logger  *slog.Logger
 }
 
 // open opens the data directory, its database and an engine over them.
@@ -69,31 +73,73 @@ func open(logOut io.Writer) (*stack, error) {
 	} else {
 		logger.Warn("the docker executor is unavailable", "err", err)
 	}
-	eng, err := engine.New(engine.Options{
-		Home:      home,
-		Store:     db,
-		Executors: execs,
-		GPUs:      gpumon.Absent{Reason: "GPU telemetry (NVML) is not wired in yet"},
-		Logger:    logger,
-	})
+
+	// GPUs: NVML when it initialises; simulated GPUs when asked for
+	// ($NIUMA_SIMULATE_GPUS) and no real one is present; else none, with
+	// the reason. The sampler is the one picture the engine, the board
+	// and the sentinel read.
+	gpus, err := gpumon.Open(context.Background(), gpumon.Config{
+		NVML: gpumon.NVMLOptions{Owners: gpumon.NewOwners(nil), Logger: logger}})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &stack{home: home, store: db, engine: eng}, nil
+	if gpus.Note != "" {
+		logger.Warn(gpus.Note)
+	}
+	sampler := gpumon.NewSampler(gpus.Source, gpumon.SamplerOptions{
+		Store: func(ctx context.Context, ms []gpumon.Minute) error {
+			out := make([]storage.GPUSample, len(ms))
+			for i, m := range ms {
+				out[i] = storage.GPUSample(m)
+			}
+			return db.AddGPUSamples(ctx, out)
+		},
+		Logger: logger,
+	})
+	eng, err := engine.New(engine.Options{
+		Home:      home,
+		Store:     db,
+		Executors: execs,
+		GPUs:      sampler,
+		Logger:    logger,
+	})
+	if err != nil {
+		gpus.Close()
+		db.Close()
+		return nil, err
+	}
+	return &stack{home: home, store: db, engine: eng, gpus: gpus, sampler: sampler, logger: logger}, nil
 }
 
-func (s *stack) close() { s.store.Close() }
+func (s *stack) close() {
+	_ = s.gpus.Close()
+	s.store.Close()
+}
 
 // drive runs the engine loop until ctx ends; done is closed when it has
 // stopped (attempts keep running; metrics are flushed).
 func (s *stack) drive(ctx context.Context) (done <-chan struct{}) {
 	ch := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.sampler.Run(ctx) // stores the unfinished minute when ctx ends
+	}()
+	if s.gpus.NVML != nil {
+		go func() {
+			if err := s.gpus.NVML.WatchHealth(ctx); err != nil && ctx.Err() == nil {
+				s.logger.Warn("GPU health watch stopped", "err", err)
+			}
+		}()
+	}
 	go func() {
 		defer close(ch)
 		if err := s.engine.Drive(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			slog.Error("engine stopped", "err", err)
 		}
+		wg.Wait()
 	}()
 	return ch
 }

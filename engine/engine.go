@@ -17,6 +17,7 @@ import (
 	"niuma/engine/executor"
 	"niuma/gpumon"
 	"niuma/metrics"
+	"niuma/shepherd"
 	"niuma/storage"
 )
 
@@ -37,6 +38,8 @@ type Options struct {
 	// other processes submitted or cancelled. Default 1s.
 	PollInterval time.Duration
 	Logger       *slog.Logger
+	// Policy places stages on GPUs. Default (zero value): the shepherd's herd.
+	Policy shepherd.Policy
 }
 
 // Engine runs experiments. Create it with New, then call Drive in a goroutine
@@ -80,6 +83,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Policy.Name == "" {
+		opts.Policy = shepherd.Herd(shepherd.HerdOptions{})
 	}
 	e := &Engine{
 		opts:    opts,

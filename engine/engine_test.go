@@ -13,6 +13,7 @@ import (
 	"niuma/engine/executor"
 	"niuma/engine/executor/local"
 	"niuma/engine/template"
+	"niuma/gpumon"
 	"niuma/storage"
 )
 
@@ -34,14 +35,18 @@ func newHarness(t *testing.T) *harness {
 
 // engine returns a new engine over the harness's data directory with fast
 // retries and polling.
-func (h *harness) engine() *Engine {
-	e, err := New(Options{
+func (h *harness) engine(tweaks ...func(*Options)) *Engine {
+	opts := Options{
 		Home: h.home, Store: h.store,
 		Executors:    []executor.Executor{local.New()},
 		Backoff:      func(int) time.Duration { return 10 * time.Millisecond },
 		StopGrace:    2 * time.Second,
 		PollInterval: 50 * time.Millisecond,
-	})
+	}
+	for _, tw := range tweaks {
+		tw(&opts)
+	}
+	e, err := New(opts)
 	require.NoError(h.t, err)
 	return e
 }
@@ -458,4 +463,45 @@ func TestEnvName(t *testing.T) {
 	require.Equal(t, "BATCH_SIZE", envName("batch-size"))
 	require.Equal(t, "LR", envName("lr"))
 	require.True(t, strings.HasPrefix(newRunID(time.Date(2026, 11, 29, 17, 57, 0, 0, time.UTC)), "20261129-175700-"))
+}
+
+// The shepherd places stages on the GPUs gpumon reports, and a stage that
+// cannot be placed waits with the shepherd's reason in plain words.
+func TestShepherdPlacesOnGPUsOrSaysWhy(t *testing.T) {
+	h := newHarness(t)
+	sim, err := gpumon.NewSimulated("1xA100-80GB", gpumon.SimOptions{Seed: 1})
+	require.NoError(t, err)
+	snap, err := sim.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.Len(t, snap.GPUs, 1)
+	e := h.engine(func(o *Options) { o.GPUs = sim })
+	h.drive(e)
+	tm := parse(t, `
+name: gpu
+stages:
+  - name: fits
+    gpus: 1
+    gpu_memory: 40GiB
+    command: [sh, -c, 'echo "$CUDA_VISIBLE_DEVICES" > fits.txt']
+  - name: too-big
+    gpus: 2
+    gpu_memory: 10GiB
+    command: ["true"]
+`)
+	info, err := e.Submit(context.Background(), RunSpec{Template: tm})
+	require.NoError(t, err)
+	sub := e.Subscribe(256)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := waitFor(t, ctx, e, sub, info.ID, func(r RunInfo) bool {
+		return r.Stages[0].State == Succeeded && r.Stages[1].Reason != ""
+	})
+	require.Equal(t, Queued, r.Stages[1].State)
+	require.Contains(t, r.Stages[1].Reason, "needs 2", "the shepherd's reason: %s", r.Stages[1].Reason)
+	got, err := os.ReadFile(filepath.Join(r.Dir, "fits.txt"))
+	require.NoError(t, err)
+	require.Equal(t, snap.GPUs[0].UUID+"\n", string(got), "the stage sees exactly the GPU it was given")
+	require.NoError(t, e.Cancel(context.Background(), info.ID))
+	require.Equal(t, Cancelled, waitDone(t, e, info.ID).State)
 }

@@ -9,6 +9,7 @@ import (
 
 	"niuma/engine/executor"
 	"niuma/engine/template"
+	"niuma/gpumon"
 	"niuma/metrics"
 	"niuma/shepherd"
 	"niuma/storage"
@@ -259,7 +260,7 @@ func (e *Engine) adopt(ctx context.Context, lr *liveRun, ls *liveStage) {
 		return
 	}
 	ls.handle = h
-	ls.gpus = job.GPUs
+	e.hold(lr, ls, job.GPUs)
 	skip, err := e.store.MaxSteps(ctx, lr.run.ID, ls.st.Name, a.Number)
 	if err != nil {
 		e.log.Warn("read stored steps", "err", err)
@@ -284,14 +285,19 @@ func (ls *liveStage) gpusFromAttempt() []executor.GPU {
 // closes runs whose stages are all done.
 func (e *Engine) reconcile(ctx context.Context) {
 	now := time.Now()
-	var inv *shepherd.Inventory
 	away := map[string]error{} // per executor, asked once per pass
+	type candidate struct {
+		lr *liveRun
+		ls *liveStage
+	}
+	var ready []candidate
+	var queue []shepherd.Request
 	for _, lr := range sortRuns(e.runs) {
 		for _, ls := range lr.stages {
 			if ls.st.State != storage.StageQueued || lr.run.CancelRequested {
 				continue
 			}
-			ready, blocked := needsMet(lr, ls)
+			ok, blocked := needsMet(lr, ls)
 			if blocked != "" {
 				ls.st.State = storage.StageCancelled
 				ls.st.Reason = blocked
@@ -299,7 +305,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 				e.saveStage(ctx, lr, ls)
 				continue
 			}
-			if !ready || now.Before(ls.st.NextAttemptAt) {
+			if !ok || now.Before(ls.st.NextAttemptAt) {
 				continue
 			}
 			if err := e.unavailable(ctx, lr.run.Executor, away); err != nil {
@@ -309,11 +315,23 @@ func (e *Engine) reconcile(ctx context.Context) {
 				}
 				continue
 			}
-			if inv == nil {
-				i := e.inventory(ctx)
-				inv = &i
+			ready = append(ready, candidate{lr, ls})
+			queue = append(queue, shepherd.Request{
+				ID: stageKey(lr, ls), GPUs: ls.st.GPUs, MemPerGPUMiB: ls.st.GPUMemoryMiB,
+				Priority: lr.run.Priority, Submit: lr.run.CreatedAt,
+			})
+		}
+	}
+	if len(queue) > 0 {
+		// One pass of the policy over everything ready, so that priority,
+		// reservations and backfill see the whole queue at once.
+		decisions := shepherd.Schedule(e.opts.Policy, shepherd.State{
+			Inventory: e.inventory(ctx), Running: e.placements(), Queue: queue, Now: now})
+		for i, d := range decisions {
+			lr, ls := ready[i].lr, ready[i].ls
+			for _, victim := range d.Preempt {
+				e.preempt(victim, "preempted for run "+lr.run.ID)
 			}
-			d := shepherd.FirstFit(*inv, shepherd.Request{GPUs: ls.st.GPUs, MemPerGPUMiB: ls.st.GPUMemoryMiB, Priority: lr.run.Priority})
 			if !d.Placed() {
 				if ls.st.Reason != d.Wait {
 					ls.st.Reason = d.Wait
@@ -322,13 +340,50 @@ func (e *Engine) reconcile(ctx context.Context) {
 				continue
 			}
 			gpus := make([]executor.GPU, len(d.GPUs))
-			for i, g := range d.GPUs {
-				gpus[i] = executor.GPU{Index: g.Index, UUID: g.UUID}
-				reserve(inv, g.UUID, ls.st.GPUMemoryMiB)
+			for k, g := range d.GPUs {
+				gpus[k] = executor.GPU{Index: g.Index, UUID: g.UUID}
 			}
 			e.start(ctx, lr, ls, gpus)
 		}
+	}
+	for _, lr := range sortRuns(e.runs) {
 		e.complete(ctx, lr)
+	}
+}
+
+// stageKey names a stage in the shepherd's queue and placements, and as
+// the holder of GPU memory in gpumon.
+func stageKey(lr *liveRun, ls *liveStage) string { return lr.run.ID + "/" + ls.st.Name }
+
+// placements are the running stages as the shepherd sees them.
+func (e *Engine) placements() []shepherd.Running {
+	var out []shepherd.Running
+	for _, lr := range e.runs {
+		for _, ls := range lr.stages {
+			if len(ls.gpus) == 0 {
+				continue
+			}
+			r := shepherd.Running{ID: stageKey(lr, ls), MemPerGPUMiB: ls.st.GPUMemoryMiB,
+				Priority: lr.run.Priority, Start: ls.attempt.StartedAt}
+			for _, g := range ls.gpus {
+				r.GPUs = append(r.GPUs, g.UUID)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// preempt stops a running stage so that a higher-priority one can have its
+// GPUs. Nothing asks for it until runs can be marked preemptible.
+func (e *Engine) preempt(key, why string) {
+	for _, lr := range e.runs {
+		for _, ls := range lr.stages {
+			if stageKey(lr, ls) == key {
+				e.log.Info("preempt stage", "stage", key, "why", why)
+				e.stopAttempt(ls)
+			}
+		}
 	}
 }
 
@@ -377,20 +432,38 @@ func needsMet(lr *liveRun, ls *liveStage) (ready bool, blocked string) {
 	return ready, ""
 }
 
-// inventory is the GPU snapshot less what running stages have been given.
+// inventory is the GPU snapshot as the shepherd needs it: free memory
+// excludes what running stages were given. A stage's memory already
+// visible in the snapshot (its processes, or a simulated GPU's holders) is
+// not subtracted twice: only the part of its reservation not yet in use.
+// (Simulated GPUs report their holders as processes with an owner.)
 func (e *Engine) inventory(ctx context.Context) shepherd.Inventory {
 	snap, err := e.opts.GPUs.Snapshot(ctx)
 	if err != nil {
 		return shepherd.Inventory{Reason: "GPU telemetry failed: " + err.Error()}
 	}
 	inv := shepherd.Inventory{Reason: snap.Reason}
+	visible := map[string]int64{} // "uuid holder" -> MiB in use
 	for _, g := range snap.GPUs {
-		inv.GPUs = append(inv.GPUs, shepherd.GPU{Index: g.Index, UUID: g.UUID, FreeMiB: g.MemTotalMiB - g.MemUsedMiB, Healthy: g.Healthy})
+		sg := shepherd.GPU{Index: g.Index, UUID: g.UUID, Model: g.Name, TotalMiB: g.MemTotalMiB,
+			FreeMiB: g.MemTotalMiB - g.MemUsedMiB, Healthy: g.Healthy}
+		if g.UtilPercent != nil {
+			sg.UtilPct = *g.UtilPercent
+		}
+		if g.TempC != nil {
+			sg.TempC = *g.TempC
+		}
+		inv.GPUs = append(inv.GPUs, sg)
+		for _, p := range g.Processes {
+			if p.Owner != nil {
+				visible[g.UUID+" "+p.Owner.RunID+"/"+p.Owner.Stage] += p.MemMiB
+			}
+		}
 	}
 	for _, lr := range e.runs {
 		for _, ls := range lr.stages {
 			for _, g := range ls.gpus {
-				reserve(&inv, g.UUID, ls.st.GPUMemoryMiB)
+				reserve(&inv, g.UUID, max(0, ls.st.GPUMemoryMiB-visible[g.UUID+" "+stageKey(lr, ls)]))
 			}
 		}
 	}
@@ -414,7 +487,8 @@ func (e *Engine) start(ctx context.Context, lr *liveRun, ls *liveStage, gpus []e
 	if ls.st.StartedAt.IsZero() {
 		ls.st.StartedAt = now
 	}
-	ls.handle, ls.stop, ls.gpus = nil, false, gpus
+	ls.handle, ls.stop = nil, false
+	e.hold(lr, ls, gpus)
 	uuids := make([]string, len(gpus))
 	for i, g := range gpus {
 		uuids[i] = g.UUID
@@ -515,7 +589,8 @@ func (e *Engine) handle(ctx context.Context, r result) {
 func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit executor.Exit) {
 	now := time.Now()
 	st, a := &ls.st, &ls.attempt
-	ls.handle, ls.gpus = nil, nil
+	ls.handle = nil
+	e.letGo(lr, ls)
 	a.FinishedAt = now
 	if exit.Code >= 0 {
 		code := exit.Code
@@ -556,7 +631,8 @@ func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit ex
 // does not count against the stage's retries.
 func (e *Engine) requeue(ctx context.Context, lr *liveRun, ls *liveStage, why error) {
 	a, st := &ls.attempt, &ls.st
-	ls.handle, ls.gpus = nil, nil
+	ls.handle = nil
+	e.letGo(lr, ls)
 	a.State, a.Reason, a.FinishedAt = "not started", why.Error(), time.Now()
 	if err := e.store.UpdateAttempt(ctx, *a); err != nil {
 		e.log.Error("record attempt end", "err", err)
@@ -668,4 +744,25 @@ func (e *Engine) saveRun(ctx context.Context, lr *liveRun) {
 		e.log.Error("record run", "run", lr.run.ID, "err", err)
 	}
 	e.events.Publish(Event{Kind: RunChanged, RunID: lr.run.ID, State: State(lr.run.State), Reason: lr.run.Error})
+}
+
+// hold records that a stage has its GPUs, and tells a GPU source that
+// models memory use (the simulated one) who holds what.
+func (e *Engine) hold(lr *liveRun, ls *liveStage, gpus []executor.GPU) {
+	ls.gpus = gpus
+	if a, ok := e.opts.GPUs.(gpumon.Assigner); ok {
+		for _, g := range gpus {
+			a.Assign(g.UUID, stageKey(lr, ls), ls.st.GPUMemoryMiB)
+		}
+	}
+}
+
+// letGo is the end of hold.
+func (e *Engine) letGo(lr *liveRun, ls *liveStage) {
+	if a, ok := e.opts.GPUs.(gpumon.Assigner); ok {
+		for _, g := range ls.gpus {
+			a.Release(g.UUID, stageKey(lr, ls))
+		}
+	}
+	ls.gpus = nil
 }

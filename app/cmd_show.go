@@ -127,7 +127,8 @@ func duration(d time.Duration) string {
 // showJSON is `niuma show --json`.
 type showJSON struct {
 	engine.RunInfo
-	Metrics []metricJSON `json:"metrics"`
+	Metrics   []metricJSON         `json:"metrics"`
+	Anomalies []engine.AnomalyInfo `json:"anomalies"`
 }
 
 type metricJSON struct {
@@ -170,11 +171,15 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		}
 		ms = append(ms, metricJSON{Stage: p.Stage, Key: p.Key, Points: len(series), Step: p.Step, Value: number(p.Value)})
 	}
+	anomalies, err := s.engine.Anomalies(ctx, r.ID)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		if ms == nil {
 			ms = []metricJSON{}
 		}
-		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms})
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies})
 	}
 	now := time.Now()
 	fmt.Fprintf(c.out, "run       %s\n", r.ID)
@@ -213,7 +218,22 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		for _, m := range ms {
 			tw.row(m.Stage, m.Key, formatValue(float64(m.Value)), strconv.FormatInt(m.Step, 10), strconv.Itoa(m.Points))
 		}
-		return tw.flush()
+		if err := tw.flush(); err != nil {
+			return err
+		}
+	}
+	if len(anomalies) > 0 {
+		fmt.Fprintln(c.out, "\nANOMALIES")
+		for _, a := range anomalies {
+			where := a.Stage
+			if a.GPU != "" {
+				where += " on " + a.GPU
+			}
+			fmt.Fprintf(c.out, "  %s  %-8s %-14s %s: %s\n", a.At.Local().Format(time.TimeOnly), a.Severity, a.Kind, where, a.Message)
+			if a.Fix != "" {
+				fmt.Fprintf(c.out, "  %s  fix: %s\n", strings.Repeat(" ", 8+1+8+1+14), a.Fix)
+			}
+		}
 	}
 	return nil
 }

@@ -64,6 +64,7 @@ func TestTemplateYAMLShape(t *testing.T) {
 				Objective   map[string]any            `yaml:"objective"`
 				Params      map[string]map[string]any `yaml:"params"`
 				Stages      []map[string]any          `yaml:"stages"`
+				Sentinel    map[string]map[string]any `yaml:"sentinel"`
 			}
 			dec := yaml.NewDecoder(bytes.NewReader(raw))
 			dec.KnownFields(true)

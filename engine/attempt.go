@@ -51,6 +51,7 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 			ev.Points[i] = pointFrom(p)
 		}
 		e.events.Publish(ev)
+		e.observe(ctx, pts)
 	}}
 	fctx, stopFollow := context.WithCancel(context.Background())
 	followed := make(chan struct{})
@@ -100,6 +101,7 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 			}()
 		case ex := <-waited:
 			endFollow()
+			e.sent.EndAttempt(job.RunID, job.Stage, job.Attempt)
 			fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			if err := e.writer.Flush(fctx); err != nil {
 				e.log.Warn("flush metrics", "err", err)

@@ -17,6 +17,7 @@ import (
 	"niuma/engine/executor"
 	"niuma/gpumon"
 	"niuma/metrics"
+	"niuma/sentinel"
 	"niuma/shepherd"
 	"niuma/storage"
 )
@@ -59,6 +60,8 @@ type Engine struct {
 	writer  *metrics.Writer
 	wg      sync.WaitGroup // attempt goroutines
 
+	sent *sentinel.Sentinel
+
 	// Owned by the loop goroutine.
 	runs    map[string]*liveRun
 	unswept map[string]bool // executors whose leftovers are still to be swept
@@ -96,6 +99,7 @@ func New(opts Options) (*Engine, error) {
 		results: make(chan result, 64),
 		ready:   make(chan struct{}),
 		runs:    map[string]*liveRun{},
+		sent:    sentinel.New(sentinel.Config{}),
 	}
 	for _, x := range opts.Executors {
 		e.execs[x.Name()] = x

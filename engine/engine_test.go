@@ -505,3 +505,50 @@ stages:
 	require.NoError(t, e.Cancel(context.Background(), info.ID))
 	require.Equal(t, Cancelled, waitDone(t, e, info.ID).State)
 }
+
+// The sentinel sees a NaN the moment it is printed; the template's answer
+// decides what follows: a retry with a smaller learning rate, or a stop.
+func TestSentinelActsOnAnomalies(t *testing.T) {
+	const workload = `
+params:
+  lr: {type: float, default: 1, min: 0.0001, max: 10}
+stages:
+  - name: train
+    command: [sh, -c, 'if [ "$NIUMA_PARAM_LR" = 1 ]; then echo "{\"step\": 1, \"loss\": NaN}"; sleep 30; fi; echo "{\"step\": 1, \"loss\": 0.5}"']
+`
+	for _, tt := range []struct {
+		name, action string
+		want         State
+	}{
+		{"retry with changed parameters", `{do: retry, set: {lr: "*0.1"}}`, Succeeded},
+		{"stop", `{do: stop}`, Failed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			e := h.engine()
+			h.drive(e)
+			tm := parse(t, "name: nan\nsentinel:\n  nan: "+tt.action+"\n"+workload)
+			info, err := e.Submit(context.Background(), RunSpec{Template: tm})
+			require.NoError(t, err)
+			r := waitDone(t, e, info.ID)
+			require.Equal(t, tt.want, r.State, r.Error)
+
+			anomalies, err := e.Anomalies(context.Background(), info.ID)
+			require.NoError(t, err)
+			require.NotEmpty(t, anomalies)
+			require.Equal(t, "nan", anomalies[0].Kind)
+			require.NotEmpty(t, anomalies[0].Fix, "an anomaly says what to do")
+			train := r.Stages[0]
+			if tt.want == Succeeded {
+				require.Equal(t, 2, train.Attempts)
+				require.Equal(t, 0.1, r.Params["lr"], "the retry ran with lr*0.1")
+				params, err := os.ReadFile(filepath.Join(r.Dir, "params.json"))
+				require.NoError(t, err)
+				require.Contains(t, string(params), `"lr":0.1`)
+			} else {
+				require.Equal(t, 1, train.Attempts)
+				require.Contains(t, train.Reason, "stopped by the sentinel")
+			}
+		})
+	}
+}

@@ -10,10 +10,11 @@ type EventKind string
 
 // The kinds of events the engine publishes.
 const (
-	RunSubmitted EventKind = "run_submitted"
-	RunChanged   EventKind = "run_changed"   // a run's state changed
-	StageChanged EventKind = "stage_changed" // a stage's state or reason changed
-	Metrics      EventKind = "metrics"       // a stage reported metric points
+	RunSubmitted  EventKind = "run_submitted"
+	RunChanged    EventKind = "run_changed"   // a run's state changed
+	StageChanged  EventKind = "stage_changed" // a stage's state or reason changed
+	Metrics       EventKind = "metrics"       // a stage reported metric points
+	AnomalyRaised EventKind = "anomaly"       // the sentinel saw trouble, or the engine acted on it
 )
 
 // Event is one thing that happened, for live views. Subscribers that fall

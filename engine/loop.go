@@ -11,6 +11,7 @@ import (
 	"niuma/engine/template"
 	"niuma/gpumon"
 	"niuma/metrics"
+	"niuma/sentinel"
 	"niuma/shepherd"
 	"niuma/storage"
 )
@@ -30,6 +31,13 @@ type liveStage struct {
 	handle  executor.Handle // set while an attempt runs and has started
 	gpus    []executor.GPU  // held while running
 	stop    bool            // a stop was requested for the current attempt
+
+	// The sentinel's decision about the current attempt, applied when it
+	// ends: stop the run (fail the stage without retries) or retry with
+	// changed parameters (a new attempt that spends no retry).
+	sentinelStop  string
+	sentinelRetry template.Values
+	sentinelNote  string
 }
 
 func (lr *liveRun) stage(name string) *liveStage {
@@ -50,6 +58,7 @@ type result struct {
 	requeue  error           // the backend was away: the attempt never ran
 	finished bool
 	exit     executor.Exit
+	anomaly  *sentinel.Anomaly // the sentinel saw trouble in the attempt
 }
 
 // Drive makes this process the owner of the data directory as soon as no
@@ -92,6 +101,7 @@ func (e *Engine) Drive(ctx context.Context) error {
 			e.sync(ctx)
 		case <-tick.C:
 			e.sync(ctx)
+			e.tickSentinel(ctx)
 			if len(e.unswept) > 0 {
 				e.sweep(ctx)
 			}
@@ -212,6 +222,7 @@ func (e *Engine) load(ctx context.Context, r storage.Run) (*liveRun, error) {
 		return nil, err
 	}
 	lr := &liveRun{run: r, tmpl: t, values: values}
+	e.sent.SetObjective(r.ID, t.Objective.Metric, t.Objective.Goal == "max")
 	for _, st := range stages {
 		ls := &liveStage{st: st}
 		for _, a := range attempts {
@@ -570,13 +581,17 @@ func (e *Engine) handle(ctx context.Context, r result) {
 		e.requeue(ctx, lr, ls, r.requeue)
 		return
 	}
+	if r.anomaly != nil {
+		e.act(ctx, lr, ls, *r.anomaly)
+		return
+	}
 	if !r.finished {
 		ls.handle = r.handle
 		ls.attempt.Handle = r.handle.Ref()
 		if err := e.store.UpdateAttempt(ctx, ls.attempt); err != nil {
 			e.log.Error("record attempt handle", "err", err)
 		}
-		if lr.run.CancelRequested {
+		if lr.run.CancelRequested || ls.sentinelStop != "" || ls.sentinelRetry != nil {
 			e.stopAttempt(ls)
 		}
 		return
@@ -597,7 +612,25 @@ func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit ex
 		a.ExitCode, st.ExitCode = &code, &code
 	}
 	maxAttempts := st.Retries + 1
+	stopNote, retryValues, retryNote := ls.sentinelStop, ls.sentinelRetry, ls.sentinelNote
+	ls.sentinelStop, ls.sentinelRetry, ls.sentinelNote = "", nil, ""
 	switch {
+	case retryValues != nil && !lr.run.CancelRequested:
+		a.State, a.Reason = "failed", retryNote+"; "+exit.Describe()
+		if err := e.setValues(ctx, lr, retryValues); err != nil {
+			e.log.Error("retry with changed parameters", "run", lr.run.ID, "err", err)
+			st.State, st.FinishedAt = storage.StageFailed, now
+			st.Reason = "the sentinel's retry could not change the parameters: " + err.Error()
+			break
+		}
+		// A sentinel retry spends none of the template's retries.
+		st.Retries++
+		st.State, st.NextAttemptAt = storage.StageQueued, now
+		st.Reason = retryNote
+	case stopNote != "" && !exit.Success():
+		a.State, a.Reason = "failed", stopNote
+		st.State, st.FinishedAt = storage.StageFailed, now
+		st.Reason = stopNote
 	case exit.Success():
 		a.State, a.Reason = "succeeded", ""
 		st.State, st.Reason, st.FinishedAt = storage.StageSucceeded, "", now
@@ -689,6 +722,7 @@ func (e *Engine) complete(ctx context.Context, lr *liveRun) {
 	lr.run.State, lr.run.Error, lr.run.FinishedAt = state, why, time.Now()
 	e.saveRun(ctx, lr)
 	delete(e.runs, lr.run.ID)
+	e.sent.EndRun(lr.run.ID)
 }
 
 // outcome is a run's final state once all its stages are done ("" before).

@@ -65,6 +65,15 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: create directory: %w", abs, err)
 	}
 
+	// Processes opening the same fresh file at once race to switch it to
+	// WAL and to create the schema, and SQLite answers "database is locked"
+	// to the loser without waiting. Opening is serialised with a lock file.
+	unlock, err := lockFile(abs + ".open-lock")
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	defer unlock()
+
 	w, err := sql.Open("sqlite3", dsn(abs, false))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", abs, err)

@@ -231,6 +231,16 @@ func (db *DB) UpdateRun(ctx context.Context, r Run) error {
 	return mustAffect(res, "update run %s", r.ID)
 }
 
+// SetRunParams replaces a run's parameter values (JSON), when the engine
+// retries an attempt with changed parameters.
+func (db *DB) SetRunParams(ctx context.Context, id, params string) error {
+	res, err := db.w.ExecContext(ctx, `UPDATE runs SET params = ? WHERE id = ?`, params, id)
+	if err != nil {
+		return fmt.Errorf("set params of run %s: %w", id, err)
+	}
+	return mustAffect(res, "set params of run %s", id)
+}
+
 // RequestCancel marks a run as asked to cancel; the engine acts on it.
 func (db *DB) RequestCancel(ctx context.Context, id string) error {
 	res, err := db.w.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1 WHERE id = ?`, id)

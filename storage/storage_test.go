@@ -1020,3 +1020,14 @@ func TestStateDone(t *testing.T) {
 		})
 	}
 }
+
+func TestSetRunParams(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	require.NoError(t, db.CreateRun(ctx, Run{ID: "r1", Params: `{"lr":1}`, State: RunRunning}, nil))
+	require.NoError(t, db.SetRunParams(ctx, "r1", `{"lr":0.1}`))
+	r, err := db.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, `{"lr":0.1}`, r.Params)
+	require.ErrorIs(t, db.SetRunParams(ctx, "nope", `{}`), ErrNotFound)
+}

@@ -16,25 +16,28 @@ import (
 // runDetail shows the selected run: its parameters, its stages with
 // attempts, exit codes and timings, and the last value of each metric.
 type runDetail struct {
-	title   *widget.Label
-	info    *widget.Label
-	stages  *fyne.Container
-	metrics *fyne.Container
-	content fyne.CanvasObject
+	title     *widget.Label
+	info      *widget.Label
+	stages    *fyne.Container
+	metrics   *fyne.Container
+	anomalies *fyne.Container
+	content   fyne.CanvasObject
 }
 
 func newRunDetail() *runDetail {
 	d := &runDetail{
-		title:   widget.NewLabelWithStyle("Select a run", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		info:    widget.NewLabel("Its stages, attempts and metrics show here."),
-		stages:  container.NewVBox(),
-		metrics: container.NewVBox(),
+		title:     widget.NewLabelWithStyle("Select a run", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		info:      widget.NewLabel("Its stages, attempts and metrics show here."),
+		stages:    container.NewVBox(),
+		metrics:   container.NewVBox(),
+		anomalies: container.NewVBox(),
 	}
 	d.info.Wrapping = fyne.TextWrapWord
 	d.content = container.NewVScroll(container.NewVBox(
 		d.title, d.info,
 		widget.NewSeparator(), heading("Stages"), d.stages,
 		widget.NewSeparator(), heading("Metrics (last value)"), d.metrics,
+		widget.NewSeparator(), heading("Anomalies"), d.anomalies,
 	))
 	return d
 }
@@ -43,13 +46,14 @@ func heading(s string) *widget.Label {
 	return widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 }
 
-func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point) {
+func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engine.AnomalyInfo) {
 	if r == nil {
 		d.title.SetText("Select a run")
 		d.info.SetText("Its stages, attempts and metrics show here.")
-		d.stages.Objects, d.metrics.Objects = nil, nil
+		d.stages.Objects, d.metrics.Objects, d.anomalies.Objects = nil, nil, nil
 		d.stages.Refresh()
 		d.metrics.Refresh()
+		d.anomalies.Refresh()
 		return
 	}
 	d.title.SetText(fmt.Sprintf("%s %s — %s", r.Template, r.TemplateVersion, r.State))
@@ -100,4 +104,27 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point) {
 	}
 	d.metrics.Objects = mrows
 	d.metrics.Refresh()
+
+	var arows []fyne.CanvasObject
+	for _, a := range anomalies {
+		head := widget.NewLabel(fmt.Sprintf("%s · %s · %s: %s", a.At.Local().Format(time.TimeOnly), a.Kind, a.Stage, a.Message))
+		head.Wrapping = fyne.TextWrapWord
+		if a.Severity == "critical" {
+			head.Importance = widget.DangerImportance
+		} else if a.Severity == "warning" {
+			head.Importance = widget.WarningImportance
+		}
+		arows = append(arows, head)
+		if a.Fix != "" {
+			fix := widget.NewLabel("    Fix: " + a.Fix)
+			fix.Wrapping = fyne.TextWrapWord
+			fix.Importance = widget.LowImportance
+			arows = append(arows, fix)
+		}
+	}
+	if len(arows) == 0 {
+		arows = append(arows, widget.NewLabel("None."))
+	}
+	d.anomalies.Objects = arows
+	d.anomalies.Refresh()
 }

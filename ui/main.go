@@ -24,6 +24,7 @@ type Backend interface {
 	Runs(ctx context.Context, limit int) ([]engine.RunInfo, error)
 	Run(ctx context.Context, id string) (engine.RunInfo, error)
 	LastMetrics(ctx context.Context, runID string) ([]engine.Point, error)
+	Anomalies(ctx context.Context, runID string) ([]engine.AnomalyInfo, error)
 	Subscribe(buf int) *engine.Subscription
 	Submit(ctx context.Context, spec engine.RunSpec) (engine.RunInfo, error)
 	Cancel(ctx context.Context, id string) error
@@ -143,10 +144,11 @@ func (v *MainView) requestReload() {
 
 // snapshot is what one reload read.
 type snapshot struct {
-	runs    []engine.RunInfo
-	sel     *engine.RunInfo
-	metrics []engine.Point
-	err     error
+	runs      []engine.RunInfo
+	sel       *engine.RunInfo
+	metrics   []engine.Point
+	anomalies []engine.AnomalyInfo
+	err       error
 }
 
 // Reload reads the runs and the selected run from the engine and shows
@@ -162,6 +164,7 @@ func (v *MainView) Reload(ctx context.Context) {
 		if err == nil {
 			s.sel = &r
 			s.metrics, _ = v.backend.LastMetrics(ctx, sel)
+			s.anomalies, _ = v.backend.Anomalies(ctx, sel)
 		}
 	}
 	fyne.Do(func() { v.apply(s) })
@@ -176,7 +179,7 @@ func (v *MainView) apply(s snapshot) {
 	v.runs = s.runs
 	v.mu.Unlock()
 	v.list.Refresh()
-	v.detail.show(s.sel, s.metrics)
+	v.detail.show(s.sel, s.metrics, s.anomalies)
 	if s.sel != nil && !s.sel.State.Done() && !s.sel.CancelRequested {
 		v.cancel.Enable()
 	} else {

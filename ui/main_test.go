@@ -46,6 +46,11 @@ func (f *fakeBackend) LastMetrics(_ context.Context, id string) ([]engine.Point,
 	return []engine.Point{{Stage: "train", Key: "val_acc", Step: 29, Value: 0.973}}, nil
 }
 
+func (f *fakeBackend) Anomalies(_ context.Context, id string) ([]engine.AnomalyInfo, error) {
+	return []engine.AnomalyInfo{{Stage: "train", Kind: "divergence", Severity: "critical",
+		Message: "loss is diverging", Fix: "lower the learning rate", At: time.Now()}}, nil
+}
+
 func (f *fakeBackend) Subscribe(buf int) *engine.Subscription { return f.events.Subscribe(buf) }
 
 func (f *fakeBackend) Submit(_ context.Context, spec engine.RunSpec) (engine.RunInfo, error) {
@@ -134,6 +139,7 @@ func TestRunsListShowsEachStageState(t *testing.T) {
 	v.Reload(context.Background())
 	require.Contains(t, v.detail.title.Text, "running")
 	require.Contains(t, texts(v.detail.content), "train · val_acc = 0.973 (step 29)")
+	require.Contains(t, texts(v.detail.content), "    Fix: lower the learning rate", "an anomaly says what to do")
 	require.False(t, v.cancel.Disabled(), "a running run can be cancelled")
 
 	v.list.Select(1)

@@ -12,12 +12,14 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"niuma/sentinel"
 )
 
 // The fields each part of a template may have; anything else is reported
 // as an unknown field (a typo such as "need:" must not be silently ignored).
 var (
-	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages"}
+	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages", "sentinel"}
 	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add"}
 	objectiveFields = []string{"metric", "goal"}
 	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help"}
@@ -246,7 +248,36 @@ func (p *parser) template(data []byte) *Template {
 		}
 	}
 	p.stages(t, f, declared)
+	t.Sentinel = p.sentinel(f, declared)
 	return t
+}
+
+// sentinel reads the template's answers to anomalies, e.g.
+// sentinel: {divergence: {do: retry, set: {lr: "*0.1"}}}.
+func (p *parser) sentinel(f *fieldSet, declared map[string]bool) sentinel.Policy {
+	n := f.get("sentinel")
+	if n == nil {
+		return nil
+	}
+	line := f.line("sentinel")
+	var spec map[string]sentinel.Action
+	if err := n.Decode(&spec); err != nil {
+		p.addf(line, "sentinel must map anomaly kinds to actions, e.g. sentinel: {divergence: {do: retry, set: {lr: \"*0.1\"}}}: %v", err)
+		return nil
+	}
+	pol, err := sentinel.ParsePolicy(spec)
+	if err != nil {
+		p.addf(line, "sentinel: %s", strings.TrimPrefix(err.Error(), "sentinel: "))
+		return nil
+	}
+	for _, kind := range sortedKeys(spec) {
+		for _, name := range sortedKeys(spec[kind].Set) {
+			if !declared[name] {
+				p.addf(line, "sentinel: %s sets %q, which is not a parameter of this template", kind, name)
+			}
+		}
+	}
+	return pol
 }
 
 func (p *parser) runtime(f *fieldSet) Runtime {

@@ -260,7 +260,7 @@ func TestParseProblems(t *testing.T) {
 
 		// fields
 		{"unknown top-level field", "name: t\nstagse: []\n", 2, `unknown field "stagse"; did you mean "stages"?`},
-		{"unknown top-level field without a close match", "name: t\nstages: [{name: a, command: [x]}]\nowner: me\n", 3, `unknown field "owner" (fields are: name, description, version, runtime, objective, params, stages)`},
+		{"unknown top-level field without a close match", "name: t\nstages: [{name: a, command: [x]}]\nowner: me\n", 3, `unknown field "owner" (fields are: name, description, version, runtime, objective, params, stages, sentinel)`},
 		{"unknown stage field", stagesDoc("  - name: a\n    command: [x]\n    need: [b]\n"), 5, `stage "a": unknown field "need"; did you mean "needs"?`},
 		{"unknown param field", paramDoc("{type: int, defualt: 3}"), 3, `parameter "p": unknown field "defualt"; did you mean "default"?`},
 		{"unknown runtime field", "name: t\nruntime:\n  knd: local\nstages: [{name: a, command: [x]}]\n", 3, `runtime: unknown field "knd"; did you mean "kind"?`},
@@ -479,4 +479,25 @@ func TestValidationErrorFormat(t *testing.T) {
 	require.Equal(t, "a.yaml: whole file\na.yaml:3: line three", e.Error())
 	e.Source = ""
 	require.Equal(t, "template:3: line three", e.Format(Problem{3, "line three"}))
+}
+
+func TestParseSentinelSection(t *testing.T) {
+	base := "name: s\nparams:\n  lr: {type: float, default: 0.1}\nstages:\n  - name: a\n    command: [\"true\"]\n"
+	tm, err := Parse("s.yaml", []byte(base+"sentinel:\n  divergence: {do: retry, set: {lr: \"*0.1\"}}\n  hang: {do: stop}\n"))
+	require.NoError(t, err)
+	require.Len(t, tm.Sentinel, 2)
+
+	tests := []struct{ name, section, line, want string }{
+		{"an unknown kind", "sentinel:\n  divergance: {do: stop}\n", "s.yaml:8:", "divergance"},
+		{"an unknown action", "sentinel:\n  nan: {do: explode}\n", "s.yaml:8:", `unknown action "explode"`},
+		{"a change to a parameter that does not exist", "sentinel:\n  nan: {do: retry, set: {lrr: \"*0.1\"}}\n", "s.yaml:8:", `sets "lrr", which is not a parameter`},
+		{"not a mapping", "sentinel: [stop]\n", "s.yaml:7:", "sentinel must map anomaly kinds to actions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("s.yaml", []byte(base+tt.section))
+			require.ErrorContains(t, err, tt.line)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
 }

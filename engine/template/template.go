@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"niuma/sentinel"
 )
 
 // Kind is the type of a parameter.
@@ -97,6 +99,9 @@ type Template struct {
 	Objective Objective
 	Params    []Param // in YAML order
 	Stages    []Stage // in YAML order
+	// Sentinel says what to do about each kind of anomaly (flag when
+	// absent): stop the run, or retry the attempt with changed parameters.
+	Sentinel sentinel.Policy
 
 	Source string // file path or "bundled:NAME", used in error messages
 	Dir    string // directory the template came from ("" for in-memory); ${code} expands to it

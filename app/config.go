@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"niuma/engine"
 	"niuma/engine/executor"
@@ -87,7 +88,13 @@ func open(logOut io.Writer) (*stack, error) {
 	if gpus.Note != "" {
 		logger.Warn(gpus.Note)
 	}
+	var eng *engine.Engine // the sampler starts (in drive) only once eng is set
 	sampler := gpumon.NewSampler(gpus.Source, gpumon.SamplerOptions{
+		OnSample: func(snap gpumon.Snapshot) { eng.ObserveGPUs(context.Background(), snap) },
+		Prune: func(ctx context.Context, before time.Time) error {
+			_, err := db.DeleteGPUSamplesBefore(ctx, before)
+			return err
+		},
 		Store: func(ctx context.Context, ms []gpumon.Minute) error {
 			out := make([]storage.GPUSample, len(ms))
 			for i, m := range ms {
@@ -97,7 +104,7 @@ func open(logOut io.Writer) (*stack, error) {
 		},
 		Logger: logger,
 	})
-	eng, err := engine.New(engine.Options{
+	eng, err = engine.New(engine.Options{
 		Home:      home,
 		Store:     db,
 		Executors: execs,

@@ -3,12 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"niuma/engine/template"
+	"niuma/gpumon"
 	"niuma/sentinel"
 	"niuma/storage"
 )
@@ -137,4 +139,71 @@ func (e *Engine) setValues(ctx context.Context, lr *liveRun, v template.Values) 
 	}
 	lr.run.Params, lr.values = string(js), v
 	return nil
+}
+
+// ObserveGPUs feeds one GPU snapshot to the sentinel (overheating, memory
+// leaks, data-pipeline stalls, idle GPUs held by a run, XID/ECC errors).
+// Only the owner of the data directory records what it finds, so two
+// processes sampling the same GPUs never report the same trouble twice.
+func (e *Engine) ObserveGPUs(ctx context.Context, snap gpumon.Snapshot) {
+	if !e.Owner() {
+		return
+	}
+	for _, g := range snap.GPUs {
+		for _, a := range e.sent.ObserveGPU(sentinelSample(snap.At, g)) {
+			e.recordAnomaly(ctx, a)
+		}
+	}
+}
+
+// sentinelSample is gpumon's picture of one GPU in the sentinel's terms;
+// values the GPU did not report are NaN.
+func sentinelSample(at time.Time, g gpumon.GPU) sentinel.GPUSample {
+	orNaN := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	s := sentinel.GPUSample{UUID: g.UUID, Time: at, UtilPercent: orNaN(g.UtilPercent), MemUsedMiB: float64(g.MemUsedMiB),
+		MemTotalMiB: float64(g.MemTotalMiB), TempC: orNaN(g.TempC), ECCUncorrected: -1,
+		RunMemMiB: map[string]float64{}, Stage: map[string]string{}}
+	if g.TempSlowdownC != nil {
+		s.SlowdownTempC = *g.TempSlowdownC
+	}
+	if g.ThrottleMask != nil {
+		s.Throttle = sentinel.Throttle(*g.ThrottleMask)
+	}
+	if g.ECCUncorrected != nil {
+		s.ECCUncorrected = *g.ECCUncorrected
+	}
+	for _, x := range g.XIDs {
+		s.XIDs = append(s.XIDs, int(x))
+	}
+	for _, p := range g.Processes {
+		if p.Owner != nil {
+			s.RunMemMiB[p.Owner.RunID] += float64(p.MemMiB)
+			s.Stage[p.Owner.RunID] = p.Owner.Stage
+		}
+	}
+	return s
+}
+
+// observeQueue tells the sentinel how long a stage has waited and why, so
+// that a run stuck in the queue is flagged with the shepherd's reason.
+func (e *Engine) observeQueue(ctx context.Context, lr *liveRun, ls *liveStage, now time.Time) {
+	since := lr.run.CreatedAt
+	if !ls.attempt.FinishedAt.IsZero() {
+		since = ls.attempt.FinishedAt
+	}
+	for _, n := range ls.st.Needs {
+		if dep := lr.stage(n); dep != nil && dep.st.FinishedAt.After(since) {
+			since = dep.st.FinishedAt
+		}
+	}
+	q := sentinel.QueueObservation{Run: lr.run.ID, Stage: ls.st.Name, WaitingSince: since, Reason: ls.st.Reason,
+		NeedMiB: float64(ls.st.GPUMemoryMiB)}
+	for _, a := range e.sent.ObserveQueue(q, now) {
+		e.recordAnomaly(ctx, a)
+	}
 }

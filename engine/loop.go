@@ -348,6 +348,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 					ls.st.Reason = d.Wait
 					e.saveStage(ctx, lr, ls)
 				}
+				e.observeQueue(ctx, lr, ls, now)
 				continue
 			}
 			gpus := make([]executor.GPU, len(d.GPUs))

@@ -179,3 +179,13 @@ func (db *DB) GPUSamples(ctx context.Context, gpu string, from, to time.Time) ([
 	}
 	return out, nil
 }
+
+// DeleteGPUSamplesBefore drops per-minute GPU records older than before
+// (retention), and says how many went.
+func (db *DB) DeleteGPUSamplesBefore(ctx context.Context, before time.Time) (int64, error) {
+	res, err := db.w.ExecContext(ctx, `DELETE FROM gpu_samples WHERE minute_ns < ?`, before.UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("delete GPU samples before %s: %w", before.Format(time.DateTime), err)
+	}
+	return res.RowsAffected()
+}

@@ -1031,3 +1031,17 @@ func TestSetRunParams(t *testing.T) {
 	require.Equal(t, `{"lr":0.1}`, r.Params)
 	require.ErrorIs(t, db.SetRunParams(ctx, "nope", `{}`), ErrNotFound)
 }
+
+func TestDeleteGPUSamplesBefore(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, db.AddGPUSamples(ctx, []GPUSample{
+		{GPU: "g", Minute: t0}, {GPU: "g", Minute: t0.Add(time.Minute)}, {GPU: "g", Minute: t0.Add(2 * time.Minute)}}))
+	n, err := db.DeleteGPUSamplesBefore(ctx, t0.Add(2*time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	left, err := db.GPUSamples(ctx, "g", time.Time{}, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+}

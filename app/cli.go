@@ -37,6 +37,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = c.logs(ctx, rest)
 	case "cancel":
 		err = c.cancel(ctx, rest)
+	case "dismiss":
+		err = c.dismiss(ctx, rest)
 	case "templates":
 		err = c.templates(rest)
 	case "report":
@@ -94,6 +96,7 @@ Usage:
   niuma logs RUN [STAGE] [--follow] [--attempt N]
                                 a stage's output (all stages when STAGE is omitted)
   niuma cancel RUN              stop a run (SIGTERM, then SIGKILL after a grace period)
+  niuma dismiss RUN N           mark anomaly #N of a run (from niuma show) as seen
   niuma templates               list the templates you can run
   niuma report RUN... [--format html|pdf|md|csv|json] [-o PATH] [--page a4|letter]
                                 a report of a run, or a comparison of several

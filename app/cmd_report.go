@@ -193,6 +193,7 @@ type reportSource interface {
 	Run(ctx context.Context, idOrPrefix string) (engine.RunInfo, error)
 	LastMetrics(ctx context.Context, runID string) ([]engine.Point, error)
 	Series(ctx context.Context, runID, stage, key string) ([]engine.Point, error)
+	Anomalies(ctx context.Context, runID string) ([]engine.AnomalyInfo, error)
 }
 
 // logTailLines is how much of a failed stage's log a report shows.
@@ -309,6 +310,12 @@ func reportRun(ctx context.Context, src reportSource, info engine.RunInfo) (repo
 		}
 		r.Metrics = append(r.Metrics, m)
 	}
+
+	anomalies, err := src.Anomalies(ctx, info.ID)
+	if err != nil {
+		return r, err
+	}
+	r.Anomalies = reportAnomalies(anomalies)
 	return r, nil
 }
 
@@ -370,4 +377,31 @@ func (s *stack) reportExporter() func(ctx context.Context, ids []string, format 
 		}
 		return renderReport(rep, format, opt, assetDir)
 	}
+}
+
+// reportAnomalies pairs each anomaly with what the engine did about it
+// (an "action_" event of the same stage that followed); "flagged" when
+// nothing was done.
+func reportAnomalies(evs []engine.AnomalyInfo) []report.Anomaly {
+	var out []report.Anomaly
+	for i, ev := range evs {
+		if strings.HasPrefix(ev.Kind, "action_") {
+			continue
+		}
+		a := report.Anomaly{At: ev.At, Stage: ev.Stage, Kind: ev.Kind, Message: ev.Message, Action: "flagged"}
+		if ev.Fix != "" {
+			a.Message += " Fix: " + ev.Fix
+		}
+		for _, next := range evs[i+1:] {
+			if !strings.HasPrefix(next.Kind, "action_") {
+				break
+			}
+			if next.Stage == ev.Stage {
+				a.Action = next.Message
+				break
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"niuma/engine"
 )
 
 // curvesTemplate prints a loss curve and an accuracy; when fail is set its
@@ -102,4 +105,17 @@ func TestReportRefusesBadUsage(t *testing.T) {
 			require.Contains(t, errOut, tc.want)
 		})
 	}
+}
+
+func TestReportAnomaliesPairActions(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	got := reportAnomalies([]engine.AnomalyInfo{
+		{Stage: "train", Kind: "grad_explosion", Message: "gradients are exploding.", At: at},
+		{Stage: "train", Kind: "divergence", Message: "loss is diverging.", Fix: "lower lr", At: at},
+		{Stage: "train", Kind: "action_retry", Message: "retrying after divergence with lr: 1 → 0.1", At: at},
+	})
+	require.Len(t, got, 2)
+	require.Equal(t, "flagged", got[0].Action)
+	require.Equal(t, "loss is diverging. Fix: lower lr", got[1].Message)
+	require.Equal(t, "retrying after divergence with lr: 1 → 0.1", got[1].Action)
 }

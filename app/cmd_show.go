@@ -229,9 +229,13 @@ func (c *cli) show(ctx context.Context, args []string) error {
 			if a.GPU != "" {
 				where += " on " + a.GPU
 			}
-			fmt.Fprintf(c.out, "  %s  %-8s %-14s %s: %s\n", a.At.Local().Format(time.TimeOnly), a.Severity, a.Kind, where, a.Message)
+			msg := a.Message
+			if !a.DismissedAt.IsZero() {
+				msg = "(dismissed) " + msg
+			}
+			fmt.Fprintf(c.out, "  #%-4d %s  %-8s %-14s %s: %s\n", a.ID, a.At.Local().Format(time.TimeOnly), a.Severity, a.Kind, where, msg)
 			if a.Fix != "" {
-				fmt.Fprintf(c.out, "  %s  fix: %s\n", strings.Repeat(" ", 8+1+8+1+14), a.Fix)
+				fmt.Fprintf(c.out, "  %s  fix: %s\n", strings.Repeat(" ", 5+1+8+1+8+1+14), a.Fix)
 			}
 		}
 	}
@@ -400,4 +404,29 @@ func copyFile(w io.Writer, path string) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
+}
+
+func (c *cli) dismiss(ctx context.Context, args []string) error {
+	fs := c.flags("dismiss")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitError{code: 2}
+	}
+	if len(pos) != 2 {
+		return exitError{code: 2, msg: "dismiss needs RUN and the anomaly's number (as `niuma show RUN` lists it, e.g. 12 or #12)"}
+	}
+	n, err := strconv.ParseInt(strings.TrimPrefix(pos[1], "#"), 10, 64)
+	if err != nil {
+		return exitError{code: 2, msg: fmt.Sprintf("dismiss: %q is not an anomaly number (as `niuma show RUN` lists it, e.g. 12)", pos[1])}
+	}
+	s, err := open(c.err)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if err := s.engine.Dismiss(ctx, pos[0], n); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "dismissed anomaly #%d\n", n)
+	return nil
 }

@@ -26,6 +26,8 @@ type AnomalyInfo struct {
 	Fix      string    `json:"fix"`
 	Evidence string    `json:"evidence,omitempty"` // JSON
 	At       time.Time `json:"at"`
+	// DismissedAt is when the user dismissed it (zero while it stands).
+	DismissedAt time.Time `json:"dismissed_at,omitzero"`
 }
 
 // Anomalies lists what the sentinel raised about a run, oldest first.
@@ -37,9 +39,27 @@ func (e *Engine) Anomalies(ctx context.Context, runID string) ([]AnomalyInfo, er
 	out := make([]AnomalyInfo, 0, len(evs))
 	for _, ev := range evs {
 		out = append(out, AnomalyInfo{ID: ev.ID, Stage: ev.Stage, GPU: ev.GPU, Kind: ev.Kind, Severity: ev.Severity,
-			Message: ev.Message, Fix: ev.Fix, Evidence: ev.Evidence, At: ev.At})
+			Message: ev.Message, Fix: ev.Fix, Evidence: ev.Evidence, At: ev.At, DismissedAt: ev.DismissedAt})
 	}
 	return out, nil
+}
+
+// Dismiss marks one of a run's anomalies as seen; it stays in the record.
+func (e *Engine) Dismiss(ctx context.Context, runID string, anomalyID int64) error {
+	id, err := e.ResolveID(ctx, runID)
+	if err != nil {
+		return err
+	}
+	list, err := e.Anomalies(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, a := range list {
+		if a.ID == anomalyID {
+			return e.store.DismissEvent(ctx, anomalyID, time.Now())
+		}
+	}
+	return fmt.Errorf("run %s has no anomaly %d: `niuma show %s` lists them", id, anomalyID, id)
 }
 
 // observe feeds an attempt's new metric points to the sentinel. It runs on

@@ -538,6 +538,11 @@ stages:
 			require.NotEmpty(t, anomalies)
 			require.Equal(t, "nan", anomalies[0].Kind)
 			require.NotEmpty(t, anomalies[0].Fix, "an anomaly says what to do")
+			require.NoError(t, e.Dismiss(context.Background(), info.ID, anomalies[0].ID))
+			require.Error(t, e.Dismiss(context.Background(), info.ID, anomalies[0].ID+1000))
+			after, err := e.Anomalies(context.Background(), info.ID)
+			require.NoError(t, err)
+			require.False(t, after[0].DismissedAt.IsZero(), "dismissed, and still in the record")
 			train := r.Stages[0]
 			if tt.want == Succeeded {
 				require.Equal(t, 2, train.Attempts)

@@ -32,7 +32,7 @@ func (db *DB) AddEvent(ctx context.Context, e Event) (int64, error) {
 	return id, nil
 }
 
-const eventColumns = `id, run_id, stage, gpu, kind, severity, message, fix, evidence, at_ns`
+const eventColumns = `id, run_id, stage, gpu, kind, severity, message, fix, evidence, at_ns, dismissed_ns`
 
 // Events returns the events of a run ordered by At, then ID. An empty runID
 // returns the machine-wide events (those with no run).
@@ -68,15 +68,17 @@ func scanEvents(rows *sql.Rows, what string) ([]Event, error) {
 	var out []Event
 	for rows.Next() {
 		var (
-			e   Event
-			run sql.NullString
-			at  int64
+			e         Event
+			run       sql.NullString
+			at        int64
+			dismissed sql.NullInt64
 		)
-		if err := rows.Scan(&e.ID, &run, &e.Stage, &e.GPU, &e.Kind, &e.Severity, &e.Message, &e.Fix, &e.Evidence, &at); err != nil {
+		if err := rows.Scan(&e.ID, &run, &e.Stage, &e.GPU, &e.Kind, &e.Severity, &e.Message, &e.Fix, &e.Evidence, &at, &dismissed); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		e.RunID = run.String
 		e.At = time.Unix(0, at)
+		e.DismissedAt = timeOf(dismissed)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -188,4 +190,13 @@ func (db *DB) DeleteGPUSamplesBefore(ctx context.Context, before time.Time) (int
 		return 0, fmt.Errorf("delete GPU samples before %s: %w", before.Format(time.DateTime), err)
 	}
 	return res.RowsAffected()
+}
+
+// DismissEvent marks an event as seen by the user; it stays in the record.
+func (db *DB) DismissEvent(ctx context.Context, id int64, at time.Time) error {
+	res, err := db.w.ExecContext(ctx, `UPDATE events SET dismissed_ns = ? WHERE id = ?`, at.UnixNano(), id)
+	if err != nil {
+		return fmt.Errorf("dismiss event %d: %w", id, err)
+	}
+	return mustAffect(res, "dismiss event %d", id)
 }

@@ -1045,3 +1045,18 @@ func TestDeleteGPUSamplesBefore(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, left, 1)
 }
+
+func TestDismissEvent(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	require.NoError(t, db.CreateRun(ctx, Run{ID: "r1", State: RunRunning}, nil))
+	id, err := db.AddEvent(ctx, Event{RunID: "r1", Kind: "nan", Severity: SeverityCritical, Message: "NaN"})
+	require.NoError(t, err)
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, db.DismissEvent(ctx, id, at))
+	evs, err := db.Events(ctx, "r1")
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.True(t, evs[0].DismissedAt.Equal(at))
+	require.ErrorIs(t, db.DismissEvent(ctx, id+100, at), ErrNotFound)
+}

@@ -137,6 +137,8 @@ type Event struct {
 	Fix      string
 	Evidence string    // JSON
 	At       time.Time // AddEvent fills a zero At with the current time
+	// DismissedAt is when the user dismissed it; zero while it stands.
+	DismissedAt time.Time
 }
 
 // Event severities.

@@ -89,7 +89,9 @@ Usage:
       --set NAME=VALUE          set a parameter (repeatable)
       --executor local|docker   where stages run (default: the template's runtime)
       --priority N              higher runs first (default 0)
-      --seed N                  the run's global seed (default: random, recorded)
+      --seed N                  the run's global seed (default: derived from the run's inputs, recorded)
+      --allow-duplicate         run even when a run with the same fingerprint already succeeded
+      --reuse                   print the ID of that earlier run instead of running (exit 0)
       --wait                    block until the run ends; exit non-zero unless it succeeded
   niuma ls [--json] [-n N]      list runs, newest first
   niuma show RUN [--json]       stages, attempts, exit codes and the last value of each metric

@@ -24,14 +24,19 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	fs.Var(&sets, "set", "set a parameter: NAME=VALUE (repeatable)")
 	executorName := fs.String("executor", "", "local or docker (default: the template's runtime)")
 	priority := fs.Int("priority", 0, "higher runs first")
-	seed := fs.Int64("seed", 0, "the run's global seed (default: random)")
+	seed := fs.Int64("seed", 0, "the run's global seed (default: derived from the template, values, code and data, so that a rerun is recognised)")
 	wait := fs.Bool("wait", false, "block until the run ends; exit non-zero unless it succeeded")
+	allowDup := fs.Bool("allow-duplicate", false, "run even when a run with the same fingerprint already succeeded")
+	reuse := fs.Bool("reuse", false, "when a run with the same fingerprint already succeeded, print its ID instead of running")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitError{code: 2}
 	}
 	if len(pos) != 1 {
 		return exitError{code: 2, msg: "run needs exactly one TEMPLATE (see `niuma templates`)"}
+	}
+	if *allowDup && *reuse {
+		return exitError{code: 2, msg: "--allow-duplicate and --reuse contradict each other: give one"}
 	}
 	values := map[string]string{}
 	for _, s := range sets {
@@ -59,6 +64,27 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.close()
+	spec := engine.RunSpec{Template: t, Values: vals, Seed: *seed, Priority: *priority, Executor: *executorName}
+	if !*allowDup {
+		// Identical inputs give identical results: say where the earlier
+		// result is rather than spend the machine on it again.
+		prov, err := s.engine.Provenance(ctx, spec)
+		if err != nil {
+			return err
+		}
+		dup, found, err := s.engine.FindDuplicate(ctx, prov.Fingerprint)
+		if err != nil {
+			return err
+		}
+		switch {
+		case found && *reuse:
+			fmt.Fprintln(c.out, dup.ID)
+			return nil
+		case found:
+			return exitError{code: 1, msg: fmt.Sprintf("run %s already succeeded with these inputs (same template, values, seed %d, code and data; fingerprint %s): `niuma show %s` has its results; --reuse prints its ID, --allow-duplicate runs again, --seed N runs with another seed",
+				dup.ID, prov.Seed, prov.Fingerprint, dup.ID)}
+		}
+	}
 	ectx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
 	var engineDone <-chan struct{}
@@ -66,7 +92,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		// Drive the run from this process when no other owns the data dir.
 		engineDone = s.drive(ectx)
 	}
-	info, err := s.engine.Submit(ctx, engine.RunSpec{Template: t, Values: vals, Seed: *seed, Priority: *priority, Executor: *executorName})
+	info, err := s.engine.Submit(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -97,6 +123,22 @@ func (c *cli) run(ctx context.Context, args []string) error {
 			msg += ": " + final.Error
 		}
 		return exitError{code: 1, msg: msg}
+	}
+	// A rerun of the same inputs (--allow-duplicate) that ends elsewhere
+	// than the earlier one means the workload is not deterministic.
+	// The owning engine checks when the run succeeds; checking here too
+	// covers an owner that has not got to it yet (it is raised once).
+	if _, err := s.engine.CheckReproducible(ctx, final.ID); err != nil {
+		fmt.Fprintln(c.err, "niuma:", err)
+	}
+	anomalies, err := s.engine.Anomalies(ctx, final.ID)
+	if err != nil {
+		return err
+	}
+	for _, a := range anomalies {
+		if a.Kind == engine.KindNotReproducible {
+			fmt.Fprintf(c.err, "warning: %s\n  fix: %s\n", a.Message, a.Fix)
+		}
 	}
 	return nil
 }

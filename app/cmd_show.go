@@ -191,6 +191,9 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	fmt.Fprintln(c.out)
 	fmt.Fprintf(c.out, "params    %s\n", strings.Join(r.ParamPairs(), " "))
 	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s\n", r.Seed, r.Priority, r.Executor)
+	if r.Fingerprint != "" {
+		fmt.Fprintf(c.out, "fingerprint %s\n", r.Fingerprint)
+	}
 	fmt.Fprintf(c.out, "created   %s   duration %s\n", r.CreatedAt.Local().Format(time.DateTime), duration(r.Elapsed(now)))
 	fmt.Fprintf(c.out, "dir       %s\n\n", r.Dir)
 	tw := newTable(c.out, "STAGE", "STATE", "ATTEMPTS", "EXIT", "DURATION", "NOTE")

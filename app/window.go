@@ -10,6 +10,7 @@ import (
 
 	"niuma/assets"
 	"niuma/engine"
+	"niuma/engine/template"
 	"niuma/ui"
 )
 
@@ -29,6 +30,7 @@ func runWindow(stderr io.Writer) int {
 	defer s.close()
 	a := fyneapp.NewWithID("io.niuma.app")
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon()))
+	a.Settings().SetTheme(ui.NewTheme())
 	w := a.NewWindow("Niuma")
 	launch := ui.Launcher{Name: demoTemplate, Spec: func() (engine.RunSpec, error) {
 		t, err := loadTemplate(s.home, demoTemplate)
@@ -39,14 +41,23 @@ func runWindow(stderr io.Writer) int {
 	}}
 	view := ui.NewMainView(s.engine, launch, w)
 	view.SetReportExporter(s.reportExporter())
-	w.SetContent(view.Content())
-	w.Resize(fyne.NewSize(1100, 700))
+	shell := ui.NewShell(s.engine, view, ui.Options{
+		Templates:   func() ([]ui.TemplateEntry, error) { return templateEntries(s.home), nil },
+		TemplateDir: userTemplateDir(s.home),
+	}, w)
+	w.SetContent(shell.Content())
+	w.Resize(windowSize(a))
 
 	ctx, stop := context.WithCancel(context.Background())
 	done := s.drive(ctx)
-	view.Start(ctx)
+	shell.Start(ctx)
 	go view.Reload(ctx)
-	w.SetOnClosed(func() { stop() })
+	w.SetOnClosed(func() {
+		sz := w.Canvas().Size()
+		a.Preferences().SetFloat("window.width", float64(sz.Width))
+		a.Preferences().SetFloat("window.height", float64(sz.Height))
+		stop()
+	})
 	w.ShowAndRun()
 	stop()
 	<-done
@@ -54,4 +65,29 @@ func runWindow(stderr io.Writer) int {
 		fmt.Fprintln(stderr, "niuma:", err)
 	}
 	return 0
+}
+
+// windowSize is the size the window had when it was last closed, or a
+// size that fits the board and the wizard.
+func windowSize(a fyne.App) fyne.Size {
+	w := a.Preferences().FloatWithFallback("window.width", 1200)
+	h := a.Preferences().FloatWithFallback("window.height", 780)
+	return fyne.NewSize(float32(max(w, 800)), float32(max(h, 560)))
+}
+
+// templateEntries lists the templates for the window's wizard: the bundled
+// ones and those in the user's template folder.
+func templateEntries(home string) []ui.TemplateEntry {
+	var out []ui.TemplateEntry
+	for _, ti := range listTemplates(home) {
+		ref := ti.Name
+		if ti.Source != "bundled" {
+			ref = ti.Source // a user template: its template.yaml
+		}
+		out = append(out, ui.TemplateEntry{
+			Name: ti.Name, Version: ti.Version, Description: ti.Description, Source: ti.Source, Err: ti.Err,
+			Load: func() (*template.Template, error) { return loadTemplate(home, ref) },
+		})
+	}
+	return out
 }

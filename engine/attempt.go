@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"niuma/engine/executor"
 	"niuma/metrics"
+	"niuma/storage"
 )
 
 // launch starts one attempt and watches it to the end. It runs in its own
@@ -53,17 +55,49 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 		e.events.Publish(ev)
 		e.observe(ctx, pts)
 	}}
+	// TensorBoard scalars the stage writes under its tb/ directory are
+	// metrics too. Event files older than this attempt belong to an earlier
+	// one (the slack absorbs the time between the start and this call).
+	tbDir := filepath.Join(filepath.Dir(job.StdoutPath), "tb")
+	tb := &metrics.TBFollower{Dir: tbDir, RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt,
+		Writer: e.writer, Skip: skip, Since: time.Now().Add(-elapsed - time.Second), Logger: e.log,
+		OnPoints: func(pts []storage.MetricPoint) {
+			ev := Event{Kind: Metrics, RunID: job.RunID, Stage: job.Stage, Points: make([]Point, len(pts))}
+			for i, p := range pts {
+				ev.Points[i] = pointFrom(p)
+			}
+			e.events.Publish(ev)
+			e.observe(ctx, pts)
+		},
+		// A damaged event file is worth a line in the run's record (once
+		// per file): its curves have a gap or end early.
+		OnProblem: func(path string, err error) {
+			if _, aerr := e.store.AddEvent(context.WithoutCancel(ctx), storage.Event{RunID: job.RunID, Stage: job.Stage,
+				Kind: "tensorboard_damaged", Severity: storage.SeverityInfo,
+				Message: fmt.Sprintf("TensorBoard event file %s is damaged (%v); its readable scalars were kept", filepath.Base(path), err),
+				Fix:     "nothing to do unless curves are missing: a writer killed mid-record or a disk error leaves such a file"}); aerr != nil {
+				e.log.Warn("record a damaged TensorBoard file", "err", aerr)
+			}
+		}}
 	fctx, stopFollow := context.WithCancel(context.Background())
-	followed := make(chan struct{})
+	followed := make(chan struct{}, 2)
 	go func() {
-		defer close(followed)
+		defer func() { followed <- struct{}{} }()
 		if err := follower.Run(fctx); err != nil && fctx.Err() == nil {
 			e.log.Warn("follow stage output", "file", job.StdoutPath, "err", err)
 		}
 	}()
+	go func() {
+		defer func() { followed <- struct{}{} }()
+		if err := tb.Run(fctx); err != nil && fctx.Err() == nil {
+			e.log.Warn("follow TensorBoard logs", "dir", tbDir, "err", err)
+		}
+	}()
 	endFollow := func() {
 		follower.Stop()
+		tb.Stop()
 		stopFollow()
+		<-followed
 		<-followed
 	}
 

@@ -175,10 +175,14 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, fmt.Errorf("encode parameters: %w", err)
 	}
-	seed := spec.Seed
-	if seed == 0 {
-		seed = newSeed()
+	// The fingerprint is taken before anything is written, so that a run is
+	// stored with it from the start; a spec without a seed gets one derived
+	// from its inputs (see Provenance).
+	prov, err := e.provenance(ctx, t, values, exName, spec.Seed)
+	if err != nil {
+		return RunInfo{}, err
 	}
+	seed := prov.Seed
 	now := time.Now()
 	id := newRunID(now)
 	dir := filepath.Join(e.opts.Home, "runs", id)
@@ -193,6 +197,7 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		ID: id, Template: t.Name, TemplateVersion: t.Version, TemplateSource: t.Source,
 		TemplateYAML: string(t.YAML), CodeDir: t.Dir, Params: string(params), Seed: seed,
 		Priority: spec.Priority, Executor: exName, State: storage.RunQueued, Dir: dir, CreatedAt: now,
+		Fingerprint: prov.Fingerprint,
 	}
 	var stages []storage.Stage
 	for i, name := range t.Order() {

@@ -724,6 +724,18 @@ func (e *Engine) complete(ctx context.Context, lr *liveRun) {
 	e.saveRun(ctx, lr)
 	delete(e.runs, lr.run.ID)
 	e.sent.EndRun(lr.run.ID)
+	if state == storage.RunSucceeded && lr.run.Fingerprint != "" {
+		// Compare with earlier runs of the same fingerprint off the loop:
+		// it reads their metrics.
+		id := lr.run.ID
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			if _, err := e.CheckReproducible(context.WithoutCancel(ctx), id); err != nil {
+				e.log.Warn("check reproducibility", "run", id, "err", err)
+			}
+		}()
+	}
 }
 
 // outcome is a run's final state once all its stages are done ("" before).

@@ -18,7 +18,7 @@ import (
 type RunSpec struct {
 	Template *template.Template
 	Values   template.Values // nil = the template's defaults
-	Seed     int64           // 0 = choose one
+	Seed     int64           // 0 = derived from the run's other inputs (see Engine.Provenance)
 	Priority int
 	Executor string // "" = the template's runtime kind
 }
@@ -31,9 +31,10 @@ func newRunID(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// newSeed picks a seed that fits in 31 bits, so that every framework's
-// seeding function accepts it.
-func newSeed() int64 {
+// NewSeed picks a random seed that fits in 31 bits, so that every
+// framework's seeding function accepts it: for "run it again with a new
+// seed" (a spec without a seed gets one derived from its inputs instead).
+func NewSeed() int64 {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return int64(uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3])) & 0x7fffffff

@@ -16,6 +16,15 @@
 // hand-written scanner that allocates nothing in steady state, checked
 // against encoding/json by FuzzParseLine.
 //
+// TensorBoard logs are a second source: TBFollower follows the event files
+// a stage writes under its tb/ directory and turns their scalars into the
+// same points (tag → key, step, wall time). EventFileReader reads the
+// TFRecord framing (length and data, each with a masked CRC-32C) and
+// EventDecoder the Event/Summary protobuf fields by hand with protowire, so
+// no TensorFlow is needed: simple_value and one-element tensors count; a
+// record still being written is waited for; a damaged file is reported once
+// and read past where the framing allows.
+//
 // metrics imports storage (for storage.MetricPoint and the Store it writes
 // to) and nothing above it: never engine, ui or app.
 package metrics

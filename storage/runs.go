@@ -185,12 +185,22 @@ func prefixUpperBound(p string) (string, bool) {
 // only those in the given states and at most Limit of them.
 func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	q := `SELECT ` + runColumns + ` FROM runs`
-	var args []any
+	var (
+		args  []any
+		conds []string
+	)
 	if len(f.States) > 0 {
-		q += ` WHERE state IN (?` + strings.Repeat(`, ?`, len(f.States)-1) + `)`
+		conds = append(conds, `state IN (?`+strings.Repeat(`, ?`, len(f.States)-1)+`)`)
 		for _, s := range f.States {
 			args = append(args, string(s))
 		}
+	}
+	if f.Fingerprint != "" {
+		conds = append(conds, `fingerprint = ?`)
+		args = append(args, f.Fingerprint)
+	}
+	if len(conds) > 0 {
+		q += ` WHERE ` + strings.Join(conds, ` AND `)
 	}
 	q += ` ORDER BY created_ns DESC, id DESC`
 	if f.Limit > 0 {

@@ -1060,3 +1060,22 @@ func TestDismissEvent(t *testing.T) {
 	require.True(t, evs[0].DismissedAt.Equal(at))
 	require.ErrorIs(t, db.DismissEvent(ctx, id+100, at), ErrNotFound)
 }
+
+func TestListRunsByFingerprint(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	for _, r := range []Run{
+		{ID: "a", Fingerprint: "fp1", State: RunSucceeded},
+		{ID: "b", Fingerprint: "fp1", State: RunFailed},
+		{ID: "c", Fingerprint: "fp2", State: RunSucceeded},
+	} {
+		require.NoError(t, db.CreateRun(ctx, r, nil))
+	}
+	got, err := db.ListRuns(ctx, RunFilter{Fingerprint: "fp1", States: []RunState{RunSucceeded}})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, "a", got[0].ID)
+	all, err := db.ListRuns(ctx, RunFilter{Fingerprint: "fp1"})
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+}

@@ -161,6 +161,7 @@ type GPUSample struct {
 
 // RunFilter selects runs for ListRuns.
 type RunFilter struct {
-	States []RunState // empty = all
-	Limit  int        // 0 = no limit
+	States      []RunState // empty = all
+	Fingerprint string     // "" = any
+	Limit       int        // 0 = no limit
 }

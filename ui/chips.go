@@ -64,3 +64,16 @@ func (p *padLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 		o.Resize(size.Subtract(fyne.NewSize(2*p.h, 2*p.v)))
 	}
 }
+
+// tag is a small outlined label in a colour, such as "simulated" on a GPU
+// card or an anomaly badge.
+func tag(text string, c color.Color) fyne.CanvasObject {
+	bg := canvas.NewRectangle(color.Transparent)
+	bg.CornerRadius = 8
+	bg.StrokeColor = c
+	bg.StrokeWidth = 1.5
+	label := canvas.NewText(text, c)
+	label.TextSize = theme.CaptionTextSize()
+	label.TextStyle = fyne.TextStyle{Bold: true}
+	return container.NewStack(bg, container.New(&padLayout{h: 7, v: 2}, label))
+}

@@ -2,11 +2,13 @@ package ui
 
 import (
 	"fmt"
+	"image"
 	"strconv"
 	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
@@ -22,6 +24,13 @@ type runDetail struct {
 	metrics   *fyne.Container
 	anomalies *fyne.Container
 	content   fyne.CanvasObject
+
+	curve     *canvas.Image
+	picker    *widget.Select
+	curveBox  *fyne.Container
+	onMetric  func(name string) // the user picked another curve
+	onDismiss func(id int64)    // the user dismissed an anomaly
+	picking   bool              // the picker is being filled, not chosen from
 }
 
 func newRunDetail() *runDetail {
@@ -33,11 +42,21 @@ func newRunDetail() *runDetail {
 		anomalies: container.NewVBox(),
 	}
 	d.info.Wrapping = fyne.TextWrapWord
+	d.curve = canvas.NewImageFromImage(nil)
+	d.curve.FillMode = canvas.ImageFillContain
+	d.curve.SetMinSize(fyne.NewSize(curveWidth, curveHeight))
+	d.picker = widget.NewSelect(nil, func(name string) {
+		if !d.picking && d.onMetric != nil {
+			d.onMetric(name)
+		}
+	})
+	d.curveBox = container.NewVBox(container.NewBorder(nil, nil, heading("Curve"), d.picker), d.curve)
+	d.curveBox.Hide()
 	d.content = container.NewVScroll(container.NewVBox(
-		d.title, d.info,
+		d.title, d.info, d.curveBox,
+		widget.NewSeparator(), heading("Anomalies"), d.anomalies,
 		widget.NewSeparator(), heading("Stages"), d.stages,
 		widget.NewSeparator(), heading("Metrics (last value)"), d.metrics,
-		widget.NewSeparator(), heading("Anomalies"), d.anomalies,
 	))
 	return d
 }
@@ -109,12 +128,24 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 	for _, a := range anomalies {
 		head := widget.NewLabel(fmt.Sprintf("%s · %s · %s: %s", a.At.Local().Format(time.TimeOnly), a.Kind, a.Stage, a.Message))
 		head.Wrapping = fyne.TextWrapWord
-		if a.Severity == "critical" {
+		dismissed := !a.DismissedAt.IsZero()
+		switch {
+		case dismissed:
+			head.Importance = widget.LowImportance
+			head.SetText(head.Text + " (dismissed)")
+		case a.Severity == "critical":
 			head.Importance = widget.DangerImportance
-		} else if a.Severity == "warning" {
+		case a.Severity == "warning":
 			head.Importance = widget.WarningImportance
 		}
-		arows = append(arows, head)
+		var row fyne.CanvasObject = head
+		if !dismissed && a.Severity != "info" && d.onDismiss != nil {
+			id := a.ID
+			btn := widget.NewButton("Dismiss", func() { d.onDismiss(id) })
+			btn.Importance = widget.LowImportance
+			row = container.NewBorder(nil, nil, nil, container.NewVBox(btn), head)
+		}
+		arows = append(arows, row)
 		if a.Fix != "" {
 			fix := widget.NewLabel("    Fix: " + a.Fix)
 			fix.Wrapping = fyne.TextWrapWord
@@ -127,4 +158,27 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 	}
 	d.anomalies.Objects = arows
 	d.anomalies.Refresh()
+}
+
+// showCurve shows the chosen metric's curve and the metrics to choose from.
+func (d *runDetail) showCurve(selected bool, pts []engine.Point, chosen string, img image.Image) {
+	if !selected || img == nil {
+		d.curveBox.Hide()
+		return
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range pts {
+		if n := metricName(p); !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	d.picking = true
+	d.picker.SetOptions(names)
+	d.picker.SetSelected(chosen)
+	d.picking = false
+	d.curve.Image = img
+	d.curve.Refresh()
+	d.curveBox.Show()
 }

@@ -1,12 +1,16 @@
-// Package ui holds Niuma's Fyne views: the runs list with its run detail,
-// and the "Export report…" dialog (format, page size, what to include, a
-// save dialog and a progress dialog); later the board, the launch wizard
-// and the archive.
+// Package ui holds Niuma's Fyne views: the main window's navigation
+// ([Shell]: Board, Runs, Templates, Settings, and the launch [Wizard] on
+// Ctrl+N), the live [Board] (a card per GPU and the queue of active runs
+// with the shepherd's reasons), the runs list with its run detail (stages,
+// a live metric curve drawn by niuma/plot, anomalies with their fix), and
+// the "Export report…" dialog. The app's look is [NewTheme]: Fyne's default
+// theme (light or dark, following the system) with Niuma's accent.
 //
-// ui depends on the engine's public API and read models only — never on
-// storage or on an executor — and it must build and test with
-// CGO_ENABLED=0, so it never imports fyne.io/fyne/v2/app. Reports are
-// rendered by a [ReportExporter] the app hands in (it reads the archive;
-// niuma/report turns the model into bytes). Updates from background
-// goroutines reach widgets only through fyne.Do.
+// ui depends on the engine's public API and read models only — through the
+// [Backend] interface, which *engine.Engine satisfies — and on gpumon's
+// snapshot types; never on storage or on an executor. It must build and
+// test with CGO_ENABLED=0, so it never imports fyne.io/fyne/v2/app.
+// Templates reach the wizard through [Options.Templates], which the app
+// fills; reports are rendered by a [ReportExporter] the app hands in.
+// Updates from background goroutines reach widgets only through fyne.Do.
 package ui

@@ -78,12 +78,12 @@ func (v *MainView) onExport() {
 	id := v.selected
 	var selected engine.RunInfo
 	var others []engine.RunInfo // runs of the same template, to compare with
-	for _, r := range v.runs {
+	for _, r := range v.all {
 		if r.ID == id {
 			selected = r
 		}
 	}
-	for _, r := range v.runs {
+	for _, r := range v.all {
 		if r.ID != id && r.Template == selected.Template && len(others) < report.MaxRuns-1 {
 			others = append(others, r)
 		}

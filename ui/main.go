@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"image"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"niuma/engine"
+	"niuma/gpumon"
 )
 
 // Backend is what the window needs from the engine. *engine.Engine
@@ -28,6 +30,14 @@ type Backend interface {
 	Subscribe(buf int) *engine.Subscription
 	Submit(ctx context.Context, spec engine.RunSpec) (engine.RunInfo, error)
 	Cancel(ctx context.Context, id string) error
+	// Series is one metric's points of a run, for the run view's curve.
+	Series(ctx context.Context, runID, stage, key string) ([]engine.Point, error)
+	// GPUs is the machine's GPUs now, for the board.
+	GPUs(ctx context.Context) (gpumon.Snapshot, error)
+	// Executors names the executors a run can be launched on.
+	Executors() []string
+	// Dismiss marks one of a run's anomalies as seen.
+	Dismiss(ctx context.Context, runID string, anomalyID int64) error
 }
 
 // Launcher prepares the run the "New run" action submits.
@@ -45,16 +55,27 @@ type MainView struct {
 	launch  Launcher
 	win     fyne.Window
 
-	list     *widget.List
-	detail   *runDetail
-	status   *widget.Label
-	newRun   *widget.Button
-	cancel   *widget.Button
-	export   *widget.Button
-	content  fyne.CanvasObject
-	mu       sync.Mutex // guards runs and selected, read by list callbacks
-	runs     []engine.RunInfo
+	list    *widget.List
+	detail  *runDetail
+	status  *widget.Label
+	newRun  *widget.Button
+	cancel  *widget.Button
+	export  *widget.Button
+	clone   *widget.Button
+	content fyne.CanvasObject
+	selInfo *engine.RunInfo // the selected run as last read, for Clone
+
+	// OnClone, when set, opens the wizard prefilled from a run; the
+	// "Clone…" button shows only then.
+	OnClone  func(engine.RunInfo)
+	mu       sync.Mutex       // guards runs and selected, read by list callbacks
+	runs     []engine.RunInfo // the runs listed: all of them, filtered
+	all      []engine.RunInfo // every run read
 	selected string
+	query    *widget.Entry  // search: template, ID or parameter text
+	stateSel *widget.Select // filter by state
+	metric   string         // the curve the user picked, "stage/key"
+	curves   curveCache
 
 	reloads chan struct{}
 
@@ -79,7 +100,20 @@ func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
 	v.export = widget.NewButtonWithIcon("Export report…", theme.DocumentSaveIcon(), v.onExport)
 	v.export.Disable()
 	v.saveDialog = v.showSaveDialog
+	v.clone = widget.NewButtonWithIcon("Clone…", theme.ContentCopyIcon(), func() {
+		if v.selInfo != nil && v.OnClone != nil {
+			v.OnClone(*v.selInfo)
+		}
+	})
+	v.clone.Disable()
 	v.detail = newRunDetail()
+	v.detail.onDismiss = v.onDismiss
+	v.detail.onMetric = func(name string) {
+		v.mu.Lock()
+		v.metric = name
+		v.mu.Unlock()
+		v.requestReload()
+	}
 	v.list = widget.NewList(v.listLen, newRunRow, v.updateRow)
 	v.list.OnSelected = func(i widget.ListItemID) {
 		v.mu.Lock()
@@ -90,8 +124,14 @@ func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
 		v.updateExport()
 		v.requestReload()
 	}
-	toolbar := container.NewHBox(v.newRun, v.cancel, v.export)
-	split := container.NewHSplit(v.list, container.NewPadded(v.detail.content))
+	toolbar := container.NewHBox(v.newRun, v.cancel, v.export, v.clone)
+	v.query = widget.NewEntry()
+	v.query.SetPlaceHolder("Search runs: template, ID, lr=0.01…")
+	v.query.OnChanged = func(string) { v.refilter() }
+	v.stateSel = widget.NewSelect(stateFilters, func(string) { v.refilter() })
+	v.stateSel.Selected = stateFilters[0]
+	filters := container.NewBorder(nil, nil, nil, v.stateSel, v.query)
+	split := container.NewHSplit(container.NewBorder(filters, nil, nil, nil, v.list), container.NewPadded(v.detail.content))
 	split.Offset = 0.55
 	v.content = container.NewBorder(container.NewVBox(toolbar, widget.NewSeparator()), v.status, nil, nil, split)
 	return v
@@ -135,6 +175,25 @@ func (v *MainView) Start(ctx context.Context) {
 	}()
 }
 
+// SelectRun shows the run with this ID in the detail pane.
+func (v *MainView) SelectRun(id string) {
+	v.mu.Lock()
+	v.selected = id
+	idx := -1
+	for i, r := range v.runs {
+		if r.ID == id {
+			idx = i
+		}
+	}
+	v.mu.Unlock()
+	if idx >= 0 {
+		v.list.Select(idx)
+		v.list.ScrollTo(idx)
+	}
+	v.updateExport()
+	v.requestReload()
+}
+
 func (v *MainView) requestReload() {
 	select {
 	case v.reloads <- struct{}{}:
@@ -147,6 +206,8 @@ type snapshot struct {
 	runs      []engine.RunInfo
 	sel       *engine.RunInfo
 	metrics   []engine.Point
+	curve     image.Image // the chosen metric of the selected run
+	curveKey  string      // its "stage/key"
 	anomalies []engine.AnomalyInfo
 	err       error
 }
@@ -165,6 +226,13 @@ func (v *MainView) Reload(ctx context.Context) {
 			s.sel = &r
 			s.metrics, _ = v.backend.LastMetrics(ctx, sel)
 			s.anomalies, _ = v.backend.Anomalies(ctx, sel)
+			v.mu.Lock()
+			chosen := v.metric
+			v.mu.Unlock()
+			if st, key := pickMetric(s.metrics, chosen); key != "" {
+				s.curveKey = st + "/" + key
+				s.curve, _ = v.curves.renderCurve(ctx, v.backend, sel, st, key, isDark())
+			}
 		}
 	}
 	fyne.Do(func() { v.apply(s) })
@@ -176,16 +244,63 @@ func (v *MainView) apply(s snapshot) {
 		return
 	}
 	v.mu.Lock()
-	v.runs = s.runs
+	v.all = s.runs
 	v.mu.Unlock()
-	v.list.Refresh()
+	v.refilter()
+	v.selInfo = s.sel
+	if s.sel != nil {
+		v.clone.Enable()
+	} else {
+		v.clone.Disable()
+	}
 	v.detail.show(s.sel, s.metrics, s.anomalies)
+	v.detail.showCurve(s.sel != nil, s.metrics, s.curveKey, s.curve)
 	if s.sel != nil && !s.sel.State.Done() && !s.sel.CancelRequested {
 		v.cancel.Enable()
 	} else {
 		v.cancel.Disable()
 	}
 	v.status.SetText(summary(s.runs))
+}
+
+// stateFilters are the runs list's state choices; the first shows all.
+var stateFilters = []string{"all states", string(engine.Running), string(engine.Queued), string(engine.Succeeded), string(engine.Failed), string(engine.Cancelled)}
+
+// refilter lists the runs that match the search and the state filter.
+func (v *MainView) refilter() {
+	q := strings.ToLower(strings.TrimSpace(v.query.Text))
+	state := v.stateSel.Selected
+	v.mu.Lock()
+	v.runs = filterRuns(v.all, q, state)
+	v.mu.Unlock()
+	v.list.Refresh()
+}
+
+// filterRuns keeps the runs whose template, ID or "name=value" parameters
+// contain every word of q, in state (unless state is the first filter).
+func filterRuns(all []engine.RunInfo, q, state string) []engine.RunInfo {
+	words := strings.Fields(q)
+	if len(words) == 0 && (state == "" || state == stateFilters[0]) {
+		return all
+	}
+	out := make([]engine.RunInfo, 0, len(all))
+	for _, r := range all {
+		if state != "" && state != stateFilters[0] && string(r.State) != state {
+			continue
+		}
+		hay := strings.ToLower(r.Template + " " + r.ID + " " + strings.Join(r.ParamPairs(), " "))
+		ok := true
+		for _, w := range words {
+			if !strings.Contains(hay, w) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // summary counts runs by state for the status line.
@@ -247,6 +362,19 @@ func (v *MainView) onNewRun() {
 			v.mu.Unlock()
 			v.status.SetText("Launched " + r.ID)
 		})
+		v.requestReload()
+	}()
+}
+
+// onDismiss marks an anomaly of the selected run as seen.
+func (v *MainView) onDismiss(anomalyID int64) {
+	v.mu.Lock()
+	id := v.selected
+	v.mu.Unlock()
+	go func() {
+		if err := v.backend.Dismiss(context.Background(), id, anomalyID); err != nil {
+			fyne.Do(func() { dialog.ShowError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
+		}
 		v.requestReload()
 	}()
 }

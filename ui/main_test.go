@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
+	"niuma/gpumon"
 )
 
 // fakeBackend is an engine stand-in holding runs in memory.
@@ -23,6 +25,24 @@ type fakeBackend struct {
 	submitted []engine.RunSpec
 	cancelled []string
 	events    engine.Broker
+	snap      gpumon.Snapshot
+	series    []engine.Point
+	dismissed []string
+}
+
+func (f *fakeBackend) Series(_ context.Context, _, _, _ string) ([]engine.Point, error) {
+	return f.series, nil
+}
+
+func (f *fakeBackend) GPUs(context.Context) (gpumon.Snapshot, error) { return f.snap, nil }
+
+func (f *fakeBackend) Executors() []string { return []string{"docker", "local"} }
+
+func (f *fakeBackend) Dismiss(_ context.Context, runID string, id int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dismissed = append(f.dismissed, fmt.Sprintf("%s#%d", runID, id))
+	return nil
 }
 
 func (f *fakeBackend) Runs(context.Context, int) ([]engine.RunInfo, error) {
@@ -47,7 +67,7 @@ func (f *fakeBackend) LastMetrics(_ context.Context, id string) ([]engine.Point,
 }
 
 func (f *fakeBackend) Anomalies(_ context.Context, id string) ([]engine.AnomalyInfo, error) {
-	return []engine.AnomalyInfo{{Stage: "train", Kind: "divergence", Severity: "critical",
+	return []engine.AnomalyInfo{{ID: 7, Stage: "train", Kind: "divergence", Severity: "critical",
 		Message: "loss is diverging", Fix: "lower the learning rate", At: time.Now()}}, nil
 }
 
@@ -185,4 +205,42 @@ func TestSummary(t *testing.T) {
 	require.Equal(t, "No runs yet. Launch one with New run.", summary(nil))
 	require.Equal(t, "3 runs: 1 running, 2 succeeded", summary([]engine.RunInfo{
 		{State: engine.Succeeded}, {State: engine.Running}, {State: engine.Succeeded}}))
+}
+
+func TestSearchAndStateFilterTheRunsList(t *testing.T) {
+	now := time.Now()
+	b := &fakeBackend{runs: []engine.RunInfo{
+		{ID: "r3", Template: "digits-mlp", State: engine.Running, CreatedAt: now, Params: map[string]any{"lr": 0.01}},
+		{ID: "r2", Template: "digits-mlp", State: engine.Failed, CreatedAt: now, Params: map[string]any{"lr": 0.5}},
+		{ID: "r1", Template: "llm-finetune", State: engine.Succeeded, CreatedAt: now},
+	}}
+	v, _ := newTestView(t, b)
+	v.Reload(context.Background())
+	require.Equal(t, 3, v.list.Length())
+
+	tests := []struct {
+		name, query, state string
+		want               int
+	}{
+		{"a template", "digits", "", 2},
+		{"a parameter value", "lr=0.5", "", 1},
+		{"every word must match", "digits lr=0.01", "", 1},
+		{"a state", "", "succeeded", 1},
+		{"a template in a state", "digits", "failed", 1},
+		{"nothing matches", "resnet", "", 0},
+		{"cleared", "", "all states", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v.query.SetText("")
+			test.Type(v.query, tt.query)
+			if tt.state != "" {
+				v.stateSel.SetSelected(tt.state)
+			} else {
+				v.stateSel.SetSelected(stateFilters[0])
+			}
+			require.Equal(t, tt.want, v.list.Length())
+		})
+	}
+	require.Equal(t, "3 runs: 1 running, 1 succeeded, 1 failed", v.status.Text, "the status counts every run")
 }

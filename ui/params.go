@@ -1,0 +1,333 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"niuma/engine/template"
+)
+
+// maxSweepRuns bounds how many runs one launch may create, so a typo in a
+// range cannot flood the queue.
+const maxSweepRuns = 500
+
+// paramField is one parameter's row in the wizard: a widget for one value
+// (slider with an exact entry, check, select or text), and a "sweep" switch
+// that swaps it for several values.
+type paramField struct {
+	p       template.Param
+	t       *template.Template
+	changed func() // called after every edit, to revalidate the step
+
+	entry  *widget.Entry  // float, int, string
+	slider *widget.Slider // float/int with both bounds
+	check  *widget.Check  // bool
+	sel    *widget.Select // choice
+
+	sweep       *widget.Check
+	sweepEntry  *widget.Entry      // numbers and strings: "a, b, c" or "a..b" / "a..b:step" for ints
+	sweepChoice *widget.CheckGroup // choice and bool
+	single      *fyne.Container    // shown when not sweeping
+	multi       *fyne.Container    // shown when sweeping
+	problem     *widget.Label      // the validation error, red
+	syncing     bool               // slider and entry are updating each other
+	box         fyne.CanvasObject
+}
+
+func newParamField(t *template.Template, p template.Param, initial string, changed func()) *paramField {
+	f := &paramField{p: p, t: t, changed: changed}
+	f.problem = widget.NewLabel("")
+	f.problem.Importance = widget.DangerImportance
+	f.problem.Wrapping = fyne.TextWrapWord
+	f.problem.Hide()
+	if initial == "" {
+		initial = template.FormatValue(p.Default)
+	}
+	var single fyne.CanvasObject
+	switch p.Type {
+	case template.KindBool:
+		f.check = widget.NewCheck("", func(bool) { f.edited() })
+		f.check.Checked = initial == "true"
+		single = f.check
+		f.sweepChoice = widget.NewCheckGroup([]string{"true", "false"}, func([]string) { f.edited() })
+		f.sweepChoice.Horizontal = true
+	case template.KindChoice:
+		f.sel = widget.NewSelect(p.Choices, func(string) { f.edited() })
+		f.sel.Selected = initial
+		single = f.sel
+		f.sweepChoice = widget.NewCheckGroup(p.Choices, func([]string) { f.edited() })
+		f.sweepChoice.Horizontal = true
+	default:
+		f.entry = widget.NewEntry()
+		f.entry.SetText(initial)
+		f.entry.OnChanged = func(string) { f.entryEdited() }
+		single = f.entry
+		if (p.Type == template.KindFloat || p.Type == template.KindInt) && p.Min != nil && p.Max != nil && *p.Max > *p.Min {
+			f.slider = f.newSlider()
+			f.setSlider(initial)
+			entryBox := container.NewGridWrap(fyne.NewSize(120, f.entry.MinSize().Height), f.entry)
+			single = container.NewBorder(nil, nil, nil, entryBox, f.slider)
+		}
+		f.sweepEntry = widget.NewEntry()
+		f.sweepEntry.SetPlaceHolder(sweepHint(p))
+		f.sweepEntry.OnChanged = func(string) { f.edited() }
+	}
+	f.single = container.NewStack(single)
+	if f.sweepChoice != nil {
+		f.multi = container.NewStack(f.sweepChoice)
+	} else {
+		f.multi = container.NewStack(f.sweepEntry)
+	}
+	f.multi.Hide()
+	f.sweep = widget.NewCheck("sweep", func(on bool) {
+		if on {
+			f.single.Hide()
+			f.multi.Show()
+			f.seedSweep()
+		} else {
+			f.multi.Hide()
+			f.single.Show()
+		}
+		f.edited()
+	})
+	name := widget.NewLabelWithStyle(p.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	help := widget.NewLabel(describeParam(p))
+	help.Importance = widget.LowImportance
+	help.Truncation = fyne.TextTruncateEllipsis
+	left := container.NewGridWrap(fyne.NewSize(130, name.MinSize().Height), name)
+	row := container.NewBorder(nil, nil, left, f.sweep, container.NewStack(f.single, f.multi))
+	f.box = container.NewVBox(row, help, f.problem)
+	return f
+}
+
+// sweepHint is the placeholder of a sweep entry.
+func sweepHint(p template.Param) string {
+	switch p.Type {
+	case template.KindInt:
+		return "values: 32, 64, 128 — or a range: 1..8 or 16..128:16"
+	case template.KindFloat:
+		return "values: 0.1, 0.01, 0.001"
+	default:
+		return "values, separated by commas"
+	}
+}
+
+// describeParam is the help line under a parameter: its help and bounds.
+func describeParam(p template.Param) string {
+	var parts []string
+	if p.Help != "" {
+		parts = append(parts, p.Help)
+	}
+	switch {
+	case p.Min != nil && p.Max != nil:
+		r := fmt.Sprintf("%s in [%g, %g]", p.Type, *p.Min, *p.Max)
+		if p.Log {
+			r += ", log scale"
+		}
+		parts = append(parts, r)
+	case p.Min != nil:
+		parts = append(parts, fmt.Sprintf("%s ≥ %g", p.Type, *p.Min))
+	case p.Max != nil:
+		parts = append(parts, fmt.Sprintf("%s ≤ %g", p.Type, *p.Max))
+	default:
+		parts = append(parts, string(p.Type))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// newSlider maps the parameter's range onto a slider, in log₁₀ space when
+// the schema asks for a log scale.
+func (f *paramField) newSlider() *widget.Slider {
+	lo, hi := *f.p.Min, *f.p.Max
+	if f.p.Log && lo > 0 {
+		lo, hi = math.Log10(lo), math.Log10(hi)
+	}
+	s := widget.NewSlider(lo, hi)
+	s.Step = (hi - lo) / 400
+	if f.p.Type == template.KindInt && !f.p.Log {
+		s.Step = math.Max(1, math.Round((hi-lo)/400))
+	}
+	s.OnChanged = func(x float64) {
+		if f.syncing {
+			return
+		}
+		f.syncing = true
+		f.entry.SetText(f.sliderText(x))
+		f.syncing = false
+		f.edited()
+	}
+	return s
+}
+
+// sliderText formats a slider position as the parameter's value: whole
+// numbers for ints, three significant digits for floats.
+func (f *paramField) sliderText(x float64) string {
+	if f.p.Log && *f.p.Min > 0 {
+		x = math.Pow(10, x)
+	}
+	if f.p.Type == template.KindInt {
+		return strconv.FormatInt(int64(math.Round(x)), 10)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+func (f *paramField) setSlider(text string) {
+	if f.slider == nil {
+		return
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if err != nil {
+		return
+	}
+	if f.p.Log && *f.p.Min > 0 {
+		if x <= 0 {
+			return
+		}
+		x = math.Log10(x)
+	}
+	f.syncing = true
+	f.slider.SetValue(math.Max(f.slider.Min, math.Min(f.slider.Max, x)))
+	f.syncing = false
+}
+
+func (f *paramField) entryEdited() {
+	if f.syncing {
+		return
+	}
+	f.setSlider(f.entry.Text)
+	f.edited()
+}
+
+// seedSweep starts a sweep from the current single value.
+func (f *paramField) seedSweep() {
+	switch {
+	case f.sweepChoice != nil && len(f.sweepChoice.Selected) == 0:
+		if f.sel != nil && f.sel.Selected != "" {
+			f.sweepChoice.SetSelected([]string{f.sel.Selected})
+		} else if f.check != nil {
+			f.sweepChoice.SetSelected([]string{strconv.FormatBool(f.check.Checked)})
+		}
+	case f.sweepEntry != nil && f.sweepEntry.Text == "":
+		f.sweepEntry.SetText(f.entry.Text)
+	}
+}
+
+func (f *paramField) edited() {
+	if _, err := f.values(); err != nil {
+		f.problem.SetText(err.Error())
+		f.problem.Show()
+	} else {
+		f.problem.Hide()
+	}
+	if f.changed != nil {
+		f.changed()
+	}
+}
+
+// values is what the user chose for the parameter, as text the template
+// parses: one value, or several when sweeping. Each one is checked
+// against the schema.
+func (f *paramField) values() ([]string, error) {
+	var raw []string
+	sweeping := f.sweep.Checked
+	switch {
+	case sweeping && f.sweepChoice != nil:
+		raw = append(raw, f.sweepChoice.Selected...)
+		if len(raw) == 0 {
+			return nil, fmt.Errorf("%s: tick at least one value to sweep", f.p.Name)
+		}
+	case sweeping:
+		var err error
+		raw, err = parseSweep(f.p, f.sweepEntry.Text)
+		if err != nil {
+			return nil, err
+		}
+	case f.check != nil:
+		raw = []string{strconv.FormatBool(f.check.Checked)}
+	case f.sel != nil:
+		raw = []string{f.sel.Selected}
+	default:
+		raw = []string{f.entry.Text}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range raw {
+		if _, err := f.t.Resolve(map[string]string{f.p.Name: s}); err != nil {
+			return nil, err
+		}
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// parseSweep reads a sweep's values: a comma-separated list, or for an
+// int an inclusive range "a..b" with an optional step "a..b:step".
+func parseSweep(p template.Param, text string) ([]string, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, fmt.Errorf("%s: give the values to sweep, %s", p.Name, sweepHint(p))
+	}
+	if p.Type == template.KindInt && strings.Contains(text, "..") && !strings.Contains(text, ",") {
+		lohi, stepText, hasStep := strings.Cut(text, ":")
+		a, b, _ := strings.Cut(lohi, "..")
+		lo, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+		hi, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+		step := int64(1)
+		var err3 error
+		if hasStep {
+			step, err3 = strconv.ParseInt(strings.TrimSpace(stepText), 10, 64)
+		}
+		if err := errors.Join(err1, err2, err3); err != nil || step <= 0 || hi < lo {
+			return nil, fmt.Errorf("%s: %q is not a range: write it as 1..8 or 16..128:16", p.Name, text)
+		}
+		if (hi-lo)/step+1 > maxSweepRuns {
+			return nil, fmt.Errorf("%s: %q has more than %d values", p.Name, text, maxSweepRuns)
+		}
+		var out []string
+		for x := lo; x <= hi; x += step {
+			out = append(out, strconv.FormatInt(x, 10))
+		}
+		return out, nil
+	}
+	var out []string
+	for _, s := range strings.Split(text, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: give the values to sweep, %s", p.Name, sweepHint(p))
+	}
+	return out, nil
+}
+
+// combinations expands per-parameter value lists into every combination,
+// in parameter order with the last parameter varying fastest.
+func combinations(names []string, values map[string][]string) []map[string]string {
+	out := []map[string]string{{}}
+	for _, n := range names {
+		var next []map[string]string
+		for _, base := range out {
+			for _, v := range values[n] {
+				m := make(map[string]string, len(base)+1)
+				for k, x := range base {
+					m[k] = x
+				}
+				m[n] = v
+				next = append(next, m)
+			}
+		}
+		out = next
+	}
+	return out
+}

@@ -1,0 +1,282 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"niuma/engine"
+	"niuma/engine/template"
+)
+
+// Options are what the app hands the window besides the engine.
+type Options struct {
+	// Templates lists the bundled templates and the user's own for the
+	// wizard and the Templates page; nil offers none.
+	Templates func() ([]TemplateEntry, error)
+	// TemplateDir is where the user's own templates live, for the
+	// Templates page's hint.
+	TemplateDir string
+}
+
+// Shell is the main window: navigation between the Board, the Runs, the
+// Templates and the Settings, and the launch wizard on Ctrl+N.
+type Shell struct {
+	backend Backend
+	opts    Options
+	win     fyne.Window
+
+	Board *Board
+	Runs  *MainView
+	tabs  *container.AppTabs
+
+	templates *widget.List
+	tmplInfo  *widget.Label
+	entries   []TemplateEntry
+	remember  map[string]map[string]string
+	wizardDlg dialog.Dialog
+	wizard    *Wizard
+	content   fyne.CanvasObject
+
+	notifyCheck *widget.Check
+}
+
+// NewShell builds the main window's content over runs, a view built with
+// NewMainView, which becomes the Runs page.
+func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
+	s := &Shell{backend: b, opts: opts, win: win, Runs: runs, remember: map[string]map[string]string{}}
+	s.Board = NewBoard(b)
+	s.Board.OnOpen = s.OpenRun
+	runs.OnClone = s.CloneRun
+
+	newRun := widget.NewButtonWithIcon("New run…", theme.ContentAddIcon(), s.OpenWizard)
+	newRun.Importance = widget.HighImportance
+	boardPage := container.NewBorder(container.NewPadded(container.NewBorder(nil, nil, nil, newRun)), nil, nil, nil, s.Board.Content())
+
+	s.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon("Board", theme.ComputerIcon(), boardPage),
+		container.NewTabItemWithIcon("Runs", theme.ListIcon(), runs.Content()),
+		container.NewTabItemWithIcon("Templates", theme.DocumentIcon(), s.templatesPage()),
+		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), s.settingsPage()),
+	)
+	s.tabs.SetTabLocation(container.TabLocationLeading)
+	s.tabs.OnSelected = func(t *container.TabItem) {
+		if t.Text == "Templates" {
+			s.loadTemplates()
+		}
+	}
+	s.content = s.tabs
+	if win != nil {
+		win.Canvas().AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault},
+			func(fyne.Shortcut) { s.OpenWizard() })
+	}
+	return s
+}
+
+// Content is the window's root object.
+func (s *Shell) Content() fyne.CanvasObject { return s.content }
+
+// Start keeps the board live (about once a second) and the runs page as
+// NewMainView's Start does, and sends desktop notifications, until ctx ends.
+func (s *Shell) Start(ctx context.Context) {
+	s.Runs.Start(ctx)
+	sub := s.backend.Subscribe(256)
+	go func() {
+		defer sub.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-sub.C:
+				if !ok {
+					return
+				}
+				s.notify(ev)
+			}
+		}
+	}()
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		s.Board.Reload(ctx)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				s.Board.Reload(ctx)
+			}
+		}
+	}()
+}
+
+// Show switches to a page by name: "Board", "Runs", "Templates" or
+// "Settings".
+func (s *Shell) Show(page string) {
+	for _, t := range s.tabs.Items {
+		if t.Text == page {
+			s.tabs.Select(t)
+		}
+	}
+}
+
+// OpenRun shows a run on the Runs page.
+func (s *Shell) OpenRun(id string) {
+	s.Show("Runs")
+	s.Runs.SelectRun(id)
+}
+
+// prefNotify is the preference that turns desktop notifications off.
+const prefNotify = "notifications.off"
+
+// notify sends a desktop notification when a run finishes, fails or
+// raises an anomaly, unless the user turned them off in Settings.
+func (s *Shell) notify(ev engine.Event) {
+	n := notification(ev)
+	app := fyne.CurrentApp()
+	if n == nil || app == nil || app.Preferences().Bool(prefNotify) {
+		return
+	}
+	app.SendNotification(n)
+}
+
+// notification is what the desktop says about an engine event, or nil
+// when the event is not worth interrupting anyone for.
+func notification(ev engine.Event) *fyne.Notification {
+	switch {
+	case ev.Kind == engine.RunChanged && ev.State == engine.Succeeded:
+		return fyne.NewNotification("Run finished", "Run "+ev.RunID+" succeeded.")
+	case ev.Kind == engine.RunChanged && ev.State == engine.Failed:
+		msg := "Run " + ev.RunID + " failed."
+		if ev.Reason != "" {
+			msg += " " + ev.Reason
+		}
+		return fyne.NewNotification("Run failed", msg)
+	case ev.Kind == engine.AnomalyRaised && ev.Reason != "":
+		where := ev.RunID
+		if ev.Stage != "" {
+			where += "/" + ev.Stage
+		}
+		return fyne.NewNotification("Trouble in "+where, ev.Reason)
+	}
+	return nil
+}
+
+// CloneRun opens the wizard on a run's template with its parameters,
+// priority and executor filled in, ready to change and launch again.
+func (s *Shell) CloneRun(r engine.RunInfo) {
+	values := map[string]string{}
+	for k, x := range r.Params {
+		values[k] = template.FormatValue(x)
+	}
+	s.remember[r.Template] = values
+	s.OpenWizard()
+	if err := s.wizard.Preset(r.Template, r.Priority, r.Executor); err != nil {
+		dialog.ShowError(err, s.win)
+	}
+}
+
+func (s *Shell) loadTemplates() {
+	if s.opts.Templates == nil {
+		s.entries = nil
+	} else {
+		es, err := s.opts.Templates()
+		if err != nil && s.win != nil {
+			dialog.ShowError(fmt.Errorf("listing templates: %w", err), s.win)
+		}
+		s.entries = es
+	}
+	if s.templates != nil {
+		s.templates.Refresh()
+	}
+}
+
+// OpenWizard shows the launch wizard in a dialog over the window.
+func (s *Shell) OpenWizard() {
+	s.loadTemplates()
+	s.wizard = NewWizard(s.backend, s.entries, s.remember, func(ids []string, err error) {
+		if err != nil {
+			dialog.ShowError(err, s.win)
+		}
+		if len(ids) > 0 {
+			s.Show("Board")
+			go s.Board.Reload(context.Background())
+		}
+	}, func() {
+		if s.wizardDlg != nil {
+			s.wizardDlg.Hide()
+		}
+	})
+	s.wizardDlg = dialog.NewCustomWithoutButtons("New run", s.wizard.Content(), s.win)
+	s.wizardDlg.Resize(fyne.NewSize(940, 660))
+	s.wizardDlg.Show()
+}
+
+func (s *Shell) templatesPage() fyne.CanvasObject {
+	s.tmplInfo = widget.NewLabel("Pick a template.")
+	s.tmplInfo.Wrapping = fyne.TextWrapWord
+	s.templates = widget.NewList(func() int { return len(s.entries) }, func() fyne.CanvasObject {
+		return widget.NewLabel("")
+	}, func(i widget.ListItemID, o fyne.CanvasObject) {
+		e := s.entries[i]
+		o.(*widget.Label).SetText(e.Name + "  ·  " + sourceLabel(e.Source))
+	})
+	s.templates.OnSelected = func(i widget.ListItemID) {
+		e := s.entries[i]
+		switch {
+		case e.Err != nil:
+			s.tmplInfo.SetText(e.Name + " does not parse:\n\n" + e.Err.Error())
+		default:
+			s.tmplInfo.SetText(fmt.Sprintf("%s %s (%s)\n\n%s", e.Name, e.Version, e.Source, e.Description))
+		}
+	}
+	hint := "Your own templates: one folder each, with a template.yaml, under " + s.opts.TemplateDir
+	if s.opts.TemplateDir == "" {
+		hint = ""
+	}
+	h := widget.NewLabel(hint)
+	h.Importance = widget.LowImportance
+	h.Wrapping = fyne.TextWrapWord
+	launch := widget.NewButtonWithIcon("New run…", theme.ContentAddIcon(), s.OpenWizard)
+	split := container.NewHSplit(s.templates, container.NewVScroll(container.NewPadded(s.tmplInfo)))
+	split.Offset = 0.35
+	return container.NewBorder(container.NewPadded(container.NewBorder(nil, nil, nil, launch, h)), nil, nil, nil, split)
+}
+
+func (s *Shell) settingsPage() fyne.CanvasObject {
+	variant := "light"
+	if isDark() {
+		variant = "dark"
+	}
+	sim := os.Getenv("NIUMA_SIMULATE_GPUS")
+	if sim == "" {
+		sim = "not set (real GPUs through NVML, when there are any)"
+	}
+	lines := []string{
+		"Appearance: follows the system (now " + variant + ").",
+		"Executors: " + strings.Join(s.backend.Executors(), ", "),
+		"Simulated GPUs (NIUMA_SIMULATE_GPUS): " + sim,
+		"",
+		"Keyboard: Ctrl+N opens the launch wizard.",
+	}
+	l := widget.NewLabel(strings.Join(lines, "\n"))
+	l.Wrapping = fyne.TextWrapWord
+	s.notifyCheck = widget.NewCheck("Desktop notifications when a run finishes, fails or raises an anomaly", func(on bool) {
+		if app := fyne.CurrentApp(); app != nil {
+			app.Preferences().SetBool(prefNotify, !on)
+		}
+	})
+	if app := fyne.CurrentApp(); app != nil {
+		s.notifyCheck.Checked = !app.Preferences().Bool(prefNotify)
+	}
+	return container.NewPadded(container.NewVBox(widget.NewLabelWithStyle("Settings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), s.notifyCheck, l))
+}

@@ -1,0 +1,183 @@
+package ui
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+	"github.com/stretchr/testify/require"
+
+	"niuma/engine"
+)
+
+func newTestShell(t *testing.T, b *fakeBackend) (*Shell, fyne.Window) {
+	t.Helper()
+	test.NewTempApp(t)
+	w := test.NewWindow(nil)
+	t.Cleanup(w.Close)
+	runs := NewMainView(b, Launcher{Name: "demo", Spec: func() (engine.RunSpec, error) { return engine.RunSpec{}, nil }}, w)
+	s := NewShell(b, runs, Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
+	w.SetContent(s.Content())
+	w.Resize(fyne.NewSize(1200, 780))
+	return s, w
+}
+
+func TestShellNavigatesBetweenPages(t *testing.T) {
+	s, _ := newTestShell(t, &fakeBackend{})
+	var names []string
+	for _, it := range s.tabs.Items {
+		names = append(names, it.Text)
+	}
+	require.Equal(t, []string{"Board", "Runs", "Templates", "Settings"}, names)
+	require.Equal(t, "Board", s.tabs.Selected().Text, "the board is home")
+	s.Show("Templates")
+	require.Equal(t, "Templates", s.tabs.Selected().Text)
+	require.Equal(t, 2, s.templates.Length(), "bundled and user templates are listed")
+}
+
+func TestCtrlNOpensTheWizard(t *testing.T) {
+	s, w := newTestShell(t, &fakeBackend{})
+	require.Nil(t, w.Canvas().Overlays().Top())
+	sc := &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
+	w.Canvas().(fyne.Shortcutable).TypedShortcut(sc)
+	require.NotNil(t, w.Canvas().Overlays().Top(), "the wizard opens over the window")
+	require.NotNil(t, s.wizard)
+	require.Equal(t, 2, s.wizard.list.Length())
+	test.Tap(s.wizard.cancel)
+	require.Nil(t, w.Canvas().Overlays().Top(), "Cancel closes it")
+}
+
+func TestOpenRunShowsItsCurve(t *testing.T) {
+	now := time.Now()
+	var series []engine.Point
+	for i := range 50 {
+		series = append(series, engine.Point{Stage: "train", Key: "loss", Step: int64(i), Value: 2 / float64(i+1)})
+	}
+	b := &fakeBackend{series: series, runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Running,
+		CreatedAt: now, StartedAt: now, Stages: stages(engine.Running)}}}
+	s, _ := newTestShell(t, b)
+	s.Runs.Reload(context.Background())
+	s.OpenRun("r1")
+	require.Equal(t, "Runs", s.tabs.Selected().Text)
+	s.Runs.Reload(context.Background())
+	d := s.Runs.detail
+	require.True(t, d.curveBox.Visible())
+	require.NotNil(t, d.curve.Image)
+	require.Greater(t, d.curve.Image.Bounds().Dx(), 500, "plot.Render drew the curve")
+	require.Equal(t, "train/val_acc", d.picker.Selected, "the run's metric is picked")
+}
+
+// BenchmarkRunCurve is the run view drawing a fresh curve of 100,000
+// points (a cache miss: new points arrived).
+func BenchmarkRunCurve(b *testing.B) {
+	test.NewTempApp(b)
+	pts := make([]engine.Point, 100_000)
+	for i := range pts {
+		pts[i] = engine.Point{Stage: "train", Key: "loss", Step: int64(i), Value: 2 / float64(i+1)}
+	}
+	fb := &fakeBackend{series: pts}
+	ctx := context.Background()
+	for b.Loop() {
+		var c curveCache
+		if _, err := c.renderCurve(ctx, fb, "r1", "train", "loss", true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestCurveCacheSkipsUnchangedSeries(t *testing.T) {
+	test.NewTempApp(t)
+	fb := &fakeBackend{series: []engine.Point{{Stage: "train", Key: "loss", Step: 0, Value: 1}, {Stage: "train", Key: "loss", Step: 1, Value: 0.5}}}
+	var c curveCache
+	a, err := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false)
+	require.NoError(t, err)
+	again, _ := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false)
+	require.Same(t, a, again, "no new point: the same image")
+	fb.series = append(fb.series, engine.Point{Stage: "train", Key: "loss", Step: 2, Value: 0.3})
+	fresh, _ := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false)
+	require.NotSame(t, a, fresh, "a new point: drawn again")
+}
+
+func TestCloneOpensTheWizardPrefilled(t *testing.T) {
+	now := time.Now()
+	b := &fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "demo", State: engine.Failed, CreatedAt: now, Priority: 3, Executor: "local",
+		Params: map[string]any{"lr": 0.5, "hidden": float64(256), "optimizer": "sgd", "augment": true}, Stages: stages(engine.Failed)}}}
+	s, _ := newTestShell(t, b)
+	s.Runs.Reload(context.Background())
+	s.OpenRun("r1")
+	s.Runs.Reload(context.Background())
+	require.False(t, s.Runs.clone.Disabled())
+	test.Tap(s.Runs.clone)
+
+	w := s.wizard
+	require.Equal(t, stepParams, w.step, "straight to the parameters")
+	require.Equal(t, "0.5", w.fields[0].entry.Text)
+	require.Equal(t, "256", w.fields[1].entry.Text)
+	require.Equal(t, "sgd", w.fields[2].sel.Selected)
+	require.True(t, w.fields[3].check.Checked)
+	require.Equal(t, "3", w.priority.Text)
+	require.Equal(t, "local", w.executor.Selected)
+}
+
+func TestDismissAnAnomaly(t *testing.T) {
+	now := time.Now()
+	b := &fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: stages(engine.Running)}}}
+	s, _ := newTestShell(t, b)
+	s.Runs.Reload(context.Background())
+	s.OpenRun("r1")
+	s.Runs.Reload(context.Background())
+	var dismiss *widget.Button
+	for _, o := range s.Runs.detail.anomalies.Objects {
+		if c, ok := o.(*fyne.Container); ok {
+			for _, x := range c.Objects {
+				if box, ok := x.(*fyne.Container); ok && len(box.Objects) == 1 {
+					if btn, ok := box.Objects[0].(*widget.Button); ok {
+						dismiss = btn
+					}
+				}
+			}
+		}
+	}
+	require.NotNil(t, dismiss, "a standing anomaly has a Dismiss button")
+	test.Tap(dismiss)
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.dismissed) == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, []string{"r1#7"}, b.dismissed)
+}
+
+func TestNotifications(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   engine.Event
+		want *fyne.Notification
+	}{
+		{"finished", engine.Event{Kind: engine.RunChanged, RunID: "r1", State: engine.Succeeded},
+			fyne.NewNotification("Run finished", "Run r1 succeeded.")},
+		{"failed", engine.Event{Kind: engine.RunChanged, RunID: "r1", State: engine.Failed, Reason: "train exited with 1"},
+			fyne.NewNotification("Run failed", "Run r1 failed. train exited with 1")},
+		{"anomaly", engine.Event{Kind: engine.AnomalyRaised, RunID: "r1", Stage: "train", Reason: "loss is NaN"},
+			fyne.NewNotification("Trouble in r1/train", "loss is NaN")},
+		{"a run starting is not news", engine.Event{Kind: engine.RunChanged, RunID: "r1", State: engine.Running}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newTestShell(t, &fakeBackend{})
+			test.AssertNotificationSent(t, tt.want, func() { s.notify(tt.ev) })
+		})
+	}
+	t.Run("turned off in Settings", func(t *testing.T) {
+		s, _ := newTestShell(t, &fakeBackend{})
+		require.True(t, s.notifyCheck.Checked, "on by default")
+		test.Tap(s.notifyCheck)
+		test.AssertNotificationSent(t, nil, func() {
+			s.notify(engine.Event{Kind: engine.RunChanged, RunID: "r1", State: engine.Succeeded})
+		})
+	})
+}

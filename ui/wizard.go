@@ -1,0 +1,509 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"niuma/engine"
+	"niuma/engine/template"
+)
+
+// TemplateEntry is one template the wizard offers: bundled or the user's.
+type TemplateEntry struct {
+	Name, Version, Description string
+	Source                     string                             // "bundled" or the template file
+	Err                        error                              // the template does not parse
+	Load                       func() (*template.Template, error) // parses it, ready to submit
+}
+
+// wizard steps.
+const (
+	stepTemplate = iota
+	stepParams
+	stepResources
+	stepReview
+)
+
+var stepNames = []string{"1 · Template", "2 · Parameters", "3 · Resources", "4 · Review"}
+
+// Wizard launches runs by pointing and clicking: template, parameters
+// (with sweeps), resources, review, Launch.
+type Wizard struct {
+	backend  Backend
+	entries  []TemplateEntry
+	remember map[string]map[string]string // last values per template, shared with the shell
+	onLaunch func(ids []string, err error)
+	onClose  func()
+	step     int
+	tmpl     *template.Template
+	fields   []*paramField
+	specs    []engine.RunSpec
+
+	steps   []*widget.Label
+	body    *fyne.Container
+	back    *widget.Button
+	next    *widget.Button
+	launch  *widget.Button
+	cancel  *widget.Button
+	status  *widget.Label
+	content fyne.CanvasObject
+
+	// template step
+	list     *widget.List
+	selected int
+	about    *widget.Label
+	// parameters step
+	runCount *widget.Label
+	// resources step
+	executor *widget.Select
+	priority *widget.Entry
+	seed     *widget.Entry
+	resErr   *widget.Label
+	// review step
+	review *widget.List
+}
+
+// autoExecutor is the executor choice that lets the engine decide.
+const autoExecutor = "automatic (the template's runtime)"
+
+// NewWizard builds a wizard over the given templates. onLaunch gets the
+// IDs of the runs it created (or the first error); onClose is called when
+// the user cancels or after a launch.
+func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[string]string, onLaunch func([]string, error), onClose func()) *Wizard {
+	if remember == nil {
+		remember = map[string]map[string]string{}
+	}
+	w := &Wizard{backend: b, entries: entries, remember: remember, onLaunch: onLaunch, onClose: onClose, selected: -1}
+	for _, n := range stepNames {
+		l := widget.NewLabel(n)
+		w.steps = append(w.steps, l)
+	}
+	w.body = container.NewStack()
+	w.back = widget.NewButtonWithIcon("Back", theme.NavigateBackIcon(), func() { w.show(w.step - 1) })
+	w.next = widget.NewButtonWithIcon("Next", theme.NavigateNextIcon(), w.onNext)
+	w.next.IconPlacement = widget.ButtonIconTrailingText
+	w.next.Importance = widget.HighImportance
+	w.launch = widget.NewButtonWithIcon("Launch", theme.MediaPlayIcon(), w.onLaunchTapped)
+	w.launch.Importance = widget.HighImportance
+	w.cancel = widget.NewButton("Cancel", func() {
+		if w.onClose != nil {
+			w.onClose()
+		}
+	})
+	w.status = widget.NewLabel("")
+	w.status.Importance = widget.LowImportance
+	w.status.Truncation = fyne.TextTruncateEllipsis
+
+	w.about = widget.NewLabel("Pick a template to see what it does.")
+	w.about.Wrapping = fyne.TextWrapWord
+	w.list = widget.NewList(func() int { return len(w.entries) }, func() fyne.CanvasObject {
+		name := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		desc := widget.NewLabel("")
+		desc.Truncation = fyne.TextTruncateEllipsis
+		desc.Importance = widget.LowImportance
+		return container.NewVBox(name, desc)
+	}, func(i widget.ListItemID, o fyne.CanvasObject) {
+		e := w.entries[i]
+		box := o.(*fyne.Container)
+		name := e.Name
+		if e.Version != "" {
+			name += "  v" + e.Version
+		}
+		box.Objects[0].(*widget.Label).SetText(name + "  ·  " + sourceLabel(e.Source))
+		d := box.Objects[1].(*widget.Label)
+		if e.Err != nil {
+			d.Importance = widget.DangerImportance
+			d.SetText("does not parse: " + firstLine(e.Err.Error()))
+		} else {
+			d.Importance = widget.LowImportance
+			d.SetText(e.Description)
+		}
+	})
+	w.list.OnSelected = w.pickTemplate
+
+	w.runCount = widget.NewLabelWithStyle("", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true})
+
+	execs := append([]string{autoExecutor}, b.Executors()...)
+	w.executor = widget.NewSelect(execs, func(string) {})
+	w.executor.Selected = autoExecutor
+	w.priority = widget.NewEntry()
+	w.priority.SetText("0")
+	w.priority.OnChanged = func(string) { w.validate() }
+	w.seed = widget.NewEntry()
+	w.seed.SetText("0")
+	w.seed.OnChanged = func(string) { w.validate() }
+	w.resErr = widget.NewLabel("")
+	w.resErr.Importance = widget.DangerImportance
+	w.resErr.Hide()
+
+	w.review = widget.NewList(func() int { return len(w.specs) }, func() fyne.CanvasObject {
+		l := widget.NewLabel("")
+		l.Truncation = fyne.TextTruncateEllipsis
+		return l
+	}, func(i widget.ListItemID, o fyne.CanvasObject) {
+		o.(*widget.Label).SetText(fmt.Sprintf("%d.  %s", i+1, specLine(w.specs[i])))
+	})
+
+	stepBar := container.NewHBox()
+	for i, l := range w.steps {
+		if i > 0 {
+			stepBar.Add(widget.NewIcon(theme.NavigateNextIcon()))
+		}
+		stepBar.Add(l)
+	}
+	buttons := container.NewHBox(w.cancel, layout.NewSpacer(), w.back, w.next, w.launch)
+	w.content = container.NewBorder(container.NewVBox(stepBar, widget.NewSeparator()),
+		container.NewVBox(widget.NewSeparator(), w.status, buttons), nil, nil, w.body)
+	w.show(stepTemplate)
+	return w
+}
+
+// Content is the wizard's root object.
+func (w *Wizard) Content() fyne.CanvasObject { return w.content }
+
+// sourceLabel says where a template comes from, briefly.
+func sourceLabel(source string) string {
+	if source == "bundled" || source == "" {
+		return "bundled"
+	}
+	return "yours"
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// specLine is one run of the review: its values and resources.
+func specLine(s engine.RunSpec) string {
+	var parts []string
+	for _, n := range s.Template.ParamNames() {
+		parts = append(parts, n+"="+template.FormatValue(s.Values[n]))
+	}
+	line := strings.Join(parts, "  ")
+	var res []string
+	if s.Executor != "" {
+		res = append(res, "on "+s.Executor)
+	}
+	if s.Priority != 0 {
+		res = append(res, fmt.Sprintf("priority %d", s.Priority))
+	}
+	if s.Seed != 0 {
+		res = append(res, fmt.Sprintf("seed %d", s.Seed))
+	}
+	if len(res) > 0 {
+		line += "  ·  " + strings.Join(res, ", ")
+	}
+	return line
+}
+
+// Preset picks a template by name and moves to its parameters, with the
+// given priority and executor ("" keeps automatic). The parameter values
+// come from the remembered values for that template.
+func (w *Wizard) Preset(name string, priority int, executor string) error {
+	for i, e := range w.entries {
+		if e.Name != name {
+			continue
+		}
+		w.list.Select(i)
+		if w.tmpl == nil {
+			return fmt.Errorf("template %s cannot be loaded: %s", name, w.about.Text)
+		}
+		w.priority.SetText(strconv.Itoa(priority))
+		for _, x := range w.executor.Options {
+			if x == executor {
+				w.executor.SetSelected(x)
+			}
+		}
+		w.show(stepParams)
+		return nil
+	}
+	return fmt.Errorf("template %s is no longer installed: the Templates page lists those there are", name)
+}
+
+func (w *Wizard) pickTemplate(i widget.ListItemID) {
+	w.selected = i
+	w.tmpl = nil
+	e := w.entries[i]
+	if e.Err != nil {
+		w.about.Importance = widget.DangerImportance
+		w.about.SetText(e.Name + " cannot be launched: its template does not parse.\n\n" + e.Err.Error() +
+			"\n\nFix the file (" + e.Source + ") and reopen the wizard.")
+		w.validate()
+		return
+	}
+	t, err := e.Load()
+	if err != nil {
+		w.about.Importance = widget.DangerImportance
+		w.about.SetText("Could not load " + e.Name + ": " + err.Error())
+		w.validate()
+		return
+	}
+	w.tmpl = t
+	w.about.Importance = widget.MediumImportance
+	stages := t.Order()
+	w.about.SetText(fmt.Sprintf("%s\n\nStages: %s\nParameters: %s\nFrom: %s", t.Description, strings.Join(stages, " → "),
+		strings.Join(t.ParamNames(), ", "), e.Source))
+	w.buildFields()
+	w.validate()
+}
+
+// buildFields makes the parameter form for the chosen template, starting
+// from the values last used with it.
+func (w *Wizard) buildFields() {
+	w.fields = nil
+	last := w.remember[w.tmpl.Name]
+	for _, p := range w.tmpl.Params {
+		w.fields = append(w.fields, newParamField(w.tmpl, p, last[p.Name], func() { w.validate() }))
+	}
+}
+
+func (w *Wizard) show(step int) {
+	w.step = step
+	for i, l := range w.steps {
+		l.TextStyle = fyne.TextStyle{Bold: i == step}
+		if i == step {
+			l.Importance = widget.HighImportance
+		} else {
+			l.Importance = widget.LowImportance
+		}
+		l.Refresh()
+	}
+	var body fyne.CanvasObject
+	switch step {
+	case stepTemplate:
+		split := container.NewHSplit(w.list, container.NewVScroll(container.NewPadded(w.about)))
+		split.Offset = 0.45
+		body = split
+	case stepParams:
+		rows := container.NewVBox()
+		for _, f := range w.fields {
+			rows.Add(f.box)
+		}
+		if len(w.fields) == 0 {
+			rows.Add(widget.NewLabel("This template has no parameters."))
+		}
+		hint := widget.NewLabel("Tick \"sweep\" to try several values of a parameter: every combination becomes a run.")
+		hint.Importance = widget.LowImportance
+		hint.Wrapping = fyne.TextWrapWord
+		body = container.NewBorder(container.NewBorder(nil, nil, nil, w.runCount, hint), nil, nil, nil, container.NewVScroll(rows))
+	case stepResources:
+		form := widget.NewForm(
+			widget.NewFormItem("Executor", w.executor),
+			widget.NewFormItem("Priority", w.priority),
+			widget.NewFormItem("Seed", w.seed),
+		)
+		note := widget.NewLabel("Higher priority runs are placed first. Seed 0 lets Niuma choose one for each run. " +
+			"GPUs and memory per GPU come from the template's stages.")
+		note.Wrapping = fyne.TextWrapWord
+		note.Importance = widget.LowImportance
+		body = container.NewVBox(form, note, w.resErr)
+	case stepReview:
+		w.specs, _ = w.buildSpecs()
+		head := widget.NewLabelWithStyle(fmt.Sprintf("%d %s of %s will be queued:", len(w.specs), plural(len(w.specs), "run", "runs"), w.tmpl.Name),
+			fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		body = container.NewBorder(head, nil, nil, nil, w.review)
+		w.review.Refresh()
+	}
+	w.body.Objects = []fyne.CanvasObject{body}
+	w.body.Refresh()
+	if step == stepTemplate {
+		w.back.Hide()
+	} else {
+		w.back.Show()
+	}
+	if step == stepReview {
+		w.next.Hide()
+		w.launch.Show()
+	} else {
+		w.next.Show()
+		w.launch.Hide()
+	}
+	w.validate()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func (w *Wizard) onNext() {
+	if w.validate() == nil && w.step < stepReview {
+		w.show(w.step + 1)
+	}
+}
+
+// validate checks the current step and enables Next (or Launch) only when
+// it is complete; the reason it is not shows in the status line.
+func (w *Wizard) validate() error {
+	err := w.stepError()
+	if err != nil {
+		w.next.Disable()
+		w.launch.Disable()
+		w.status.SetText(firstLine(err.Error()))
+	} else {
+		w.next.Enable()
+		w.launch.Enable()
+		w.status.SetText("")
+	}
+	if w.step == stepParams {
+		if n, cerr := w.runTotal(); cerr == nil {
+			w.runCount.SetText(fmt.Sprintf("%d %s", n, plural(n, "run", "runs")))
+		} else {
+			w.runCount.SetText("")
+		}
+	}
+	return err
+}
+
+func (w *Wizard) stepError() error {
+	switch w.step {
+	case stepTemplate:
+		if w.selected < 0 {
+			return errors.New("pick a template")
+		}
+		if w.tmpl == nil {
+			return errors.New("this template cannot be launched: see why on the right")
+		}
+	case stepParams:
+		if _, err := w.runTotal(); err != nil {
+			return err
+		}
+	case stepResources:
+		err := w.resourceError()
+		if err != nil {
+			w.resErr.SetText(err.Error())
+			w.resErr.Show()
+		} else {
+			w.resErr.Hide()
+		}
+		return err
+	case stepReview:
+		if len(w.specs) == 0 {
+			return errors.New("nothing to launch")
+		}
+	}
+	return nil
+}
+
+// runTotal is how many runs the parameters make, or the first problem.
+func (w *Wizard) runTotal() (int, error) {
+	n := 1
+	for _, f := range w.fields {
+		vs, err := f.values()
+		if err != nil {
+			return 0, err
+		}
+		n *= len(vs)
+		if n > maxSweepRuns {
+			return 0, fmt.Errorf("the sweep makes more than %d runs: sweep fewer values", maxSweepRuns)
+		}
+	}
+	return n, nil
+}
+
+func (w *Wizard) resourceError() error {
+	if _, err := strconv.Atoi(strings.TrimSpace(w.priority.Text)); err != nil {
+		return fmt.Errorf("priority %q is not a whole number (e.g. 0, or 10 to go first)", w.priority.Text)
+	}
+	if s, err := strconv.ParseInt(strings.TrimSpace(w.seed.Text), 10, 64); err != nil || s < 0 {
+		return fmt.Errorf("seed %q is not a whole number ≥ 0 (0 picks a fresh seed)", w.seed.Text)
+	}
+	return nil
+}
+
+// buildSpecs turns the form into one RunSpec per combination of values.
+func (w *Wizard) buildSpecs() ([]engine.RunSpec, error) {
+	if w.tmpl == nil {
+		return nil, errors.New("no template chosen")
+	}
+	names := make([]string, 0, len(w.fields))
+	values := map[string][]string{}
+	for _, f := range w.fields {
+		vs, err := f.values()
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, f.p.Name)
+		values[f.p.Name] = vs
+	}
+	if err := w.resourceError(); err != nil {
+		return nil, err
+	}
+	prio, _ := strconv.Atoi(strings.TrimSpace(w.priority.Text))
+	seed, _ := strconv.ParseInt(strings.TrimSpace(w.seed.Text), 10, 64)
+	exec := w.executor.Selected
+	if exec == autoExecutor {
+		exec = ""
+	}
+	var specs []engine.RunSpec
+	for _, combo := range combinations(names, values) {
+		v, err := w.tmpl.Resolve(combo)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, engine.RunSpec{Template: w.tmpl, Values: v, Seed: seed, Priority: prio, Executor: exec})
+	}
+	return specs, nil
+}
+
+// remembered is the single values of the form, kept for next time.
+func (w *Wizard) remembered() map[string]string {
+	out := map[string]string{}
+	for _, f := range w.fields {
+		switch {
+		case f.check != nil:
+			out[f.p.Name] = strconv.FormatBool(f.check.Checked)
+		case f.sel != nil:
+			out[f.p.Name] = f.sel.Selected
+		default:
+			out[f.p.Name] = f.entry.Text
+		}
+	}
+	return out
+}
+
+func (w *Wizard) onLaunchTapped() {
+	specs, err := w.buildSpecs()
+	if err != nil {
+		w.status.SetText(err.Error())
+		return
+	}
+	w.remember[w.tmpl.Name] = w.remembered()
+	w.launch.Disable()
+	w.back.Disable()
+	w.status.SetText(fmt.Sprintf("Launching %d %s…", len(specs), plural(len(specs), "run", "runs")))
+	go func() {
+		var ids []string
+		var ferr error
+		for i, s := range specs {
+			r, err := w.backend.Submit(context.Background(), s)
+			if err != nil {
+				ferr = fmt.Errorf("run %d of %d (%s) was not launched: %w", i+1, len(specs), specLine(s), err)
+				break
+			}
+			ids = append(ids, r.ID)
+		}
+		fyne.Do(func() {
+			w.back.Enable()
+			w.launch.Enable()
+			if w.onLaunch != nil {
+				w.onLaunch(ids, ferr)
+			}
+			if ferr == nil && w.onClose != nil {
+				w.onClose()
+			}
+		})
+	}()
+}

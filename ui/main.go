@@ -38,6 +38,11 @@ type Backend interface {
 	Executors() []string
 	// Dismiss marks one of a run's anomalies as seen.
 	Dismiss(ctx context.Context, runID string, anomalyID int64) error
+	// Provenance is the fingerprint a run of spec would have, and
+	// FindDuplicate the succeeded run that already has it, if any: the
+	// wizard warns before launching a run that was already done.
+	Provenance(ctx context.Context, spec engine.RunSpec) (engine.Provenance, error)
+	FindDuplicate(ctx context.Context, fingerprint string) (engine.RunInfo, bool, error)
 }
 
 // Launcher prepares the run the "New run" action submits.

@@ -28,6 +28,7 @@ type fakeBackend struct {
 	snap      gpumon.Snapshot
 	series    []engine.Point
 	dismissed []string
+	done      map[string]engine.RunInfo // succeeded runs by fingerprint
 }
 
 func (f *fakeBackend) Series(_ context.Context, _, _, _ string) ([]engine.Point, error) {
@@ -35,6 +36,17 @@ func (f *fakeBackend) Series(_ context.Context, _, _, _ string) ([]engine.Point,
 }
 
 func (f *fakeBackend) GPUs(context.Context) (gpumon.Snapshot, error) { return f.snap, nil }
+
+func (f *fakeBackend) Provenance(_ context.Context, spec engine.RunSpec) (engine.Provenance, error) {
+	return engine.Provenance{Fingerprint: fmt.Sprintf("fp-%v-%d", spec.Values, spec.Seed)}, nil
+}
+
+func (f *fakeBackend) FindDuplicate(_ context.Context, fp string) (engine.RunInfo, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.done[fp]
+	return r, ok, nil
+}
 
 func (f *fakeBackend) Executors() []string { return []string{"docker", "local"} }
 

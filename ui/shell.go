@@ -216,6 +216,8 @@ func (s *Shell) OpenWizard() {
 			s.wizardDlg.Hide()
 		}
 	})
+	s.wizard.Win = s.win
+	s.wizard.OnOpenRun = s.OpenRun
 	s.wizardDlg = dialog.NewCustomWithoutButtons("New run", s.wizard.Content(), s.win)
 	s.wizardDlg.Resize(fyne.NewSize(940, 660))
 	s.wizardDlg.Show()

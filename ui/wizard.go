@@ -9,6 +9,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -43,10 +44,14 @@ type Wizard struct {
 	remember map[string]map[string]string // last values per template, shared with the shell
 	onLaunch func(ids []string, err error)
 	onClose  func()
-	step     int
-	tmpl     *template.Template
-	fields   []*paramField
-	specs    []engine.RunSpec
+	// OnOpenRun shows an earlier run (the duplicate dialog's "Open it").
+	OnOpenRun func(id string)
+	// Win is the window the wizard's own dialogs show over.
+	Win    fyne.Window
+	step   int
+	tmpl   *template.Template
+	fields []*paramField
+	specs  []engine.RunSpec
 
 	steps   []*widget.Label
 	body    *fyne.Container
@@ -481,6 +486,97 @@ func (w *Wizard) onLaunchTapped() {
 		return
 	}
 	w.remember[w.tmpl.Name] = w.remembered()
+	w.launch.Disable()
+	w.back.Disable()
+	w.status.SetText("Checking for runs that were already done…")
+	go func() {
+		dups, first := w.duplicates(specs)
+		fyne.Do(func() {
+			if len(dups) == 0 {
+				w.submit(specs)
+				return
+			}
+			w.askAboutDuplicates(specs, dups, first)
+		})
+	}()
+}
+
+// duplicates finds the specs whose fingerprint matches a run that already
+// succeeded; first is the earliest such run found.
+func (w *Wizard) duplicates(specs []engine.RunSpec) (dup map[int]bool, first engine.RunInfo) {
+	dup = map[int]bool{}
+	for i, s := range specs {
+		p, err := w.backend.Provenance(context.Background(), s)
+		if err != nil || p.Fingerprint == "" {
+			continue // a fingerprint that cannot be taken never blocks a launch
+		}
+		if r, ok, err := w.backend.FindDuplicate(context.Background(), p.Fingerprint); err == nil && ok {
+			if len(dup) == 0 {
+				first = r
+			}
+			dup[i] = true
+		}
+	}
+	return dup, first
+}
+
+// askAboutDuplicates offers what a researcher may want when runs were
+// already done: look at the earlier run, rerun with a new seed, or rerun.
+func (w *Wizard) askAboutDuplicates(specs []engine.RunSpec, dup map[int]bool, first engine.RunInfo) {
+	msg := fmt.Sprintf("%d of %d %s already succeeded with exactly the same template, values, seed, code and data (for example run %s).",
+		len(dup), len(specs), plural(len(specs), "run", "runs"), first.ID)
+	w.status.SetText(msg)
+	var d dialog.Dialog
+	reset := func() {
+		d.Hide()
+		w.back.Enable()
+		w.launch.Enable()
+	}
+	open := widget.NewButton("Open it", func() {
+		reset()
+		if w.OnOpenRun != nil {
+			w.OnOpenRun(first.ID)
+		}
+		if w.onClose != nil {
+			w.onClose()
+		}
+	})
+	newSeed := widget.NewButton("Run anyway with a new seed", func() {
+		d.Hide()
+		for i := range specs {
+			if dup[i] {
+				specs[i].Seed = engine.NewSeed()
+			}
+		}
+		w.submit(specs)
+	})
+	again := widget.NewButton("Run anyway", func() {
+		d.Hide()
+		w.submit(specs)
+	})
+	again.Importance = widget.LowImportance
+	cancel := widget.NewButton("Cancel", reset)
+	label := widget.NewLabel(msg)
+	label.Wrapping = fyne.TextWrapWord
+	body := container.NewVBox(label, container.NewHBox(open, newSeed, again, cancel))
+	d = dialog.NewCustomWithoutButtons("Already done", body, w.window())
+	d.Resize(fyne.NewSize(560, 180))
+	d.Show()
+}
+
+// window is where the wizard's dialogs go: Win, else the app's first window.
+func (w *Wizard) window() fyne.Window {
+	if w.Win != nil {
+		return w.Win
+	}
+	if ws := fyne.CurrentApp().Driver().AllWindows(); len(ws) > 0 {
+		return ws[0]
+	}
+	return nil
+}
+
+// submit launches the runs, one Submit each.
+func (w *Wizard) submit(specs []engine.RunSpec) {
 	w.launch.Disable()
 	w.back.Disable()
 	w.status.SetText(fmt.Sprintf("Launching %d %s…", len(specs), plural(len(specs), "run", "runs")))

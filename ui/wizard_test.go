@@ -1,12 +1,14 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
@@ -250,4 +252,52 @@ func TestParseSweep(t *testing.T) {
 	}
 	_, err := parseSweep(p, "1..100000")
 	require.ErrorContains(t, err, "more than")
+}
+
+// A run that already succeeded with the same fingerprint is not launched
+// again without asking: the wizard offers the earlier run, a new seed, or a
+// plain rerun.
+func TestWizardAsksBeforeRepeatingADoneRun(t *testing.T) {
+	r := newWizardRig(t)
+	r.w.Win = r.win
+	opened := make(chan string, 1)
+	r.w.OnOpenRun = func(id string) { opened <- id }
+	r.w.list.Select(1)
+	test.Tap(r.w.next)
+	test.Tap(r.w.next)
+	r.w.seed.SetText("")
+	test.Type(r.w.seed, "7")
+	test.Tap(r.w.next)
+	require.Equal(t, stepReview, r.w.step)
+
+	p, err := r.b.Provenance(context.Background(), r.w.specs[0])
+	require.NoError(t, err)
+	r.b.done = map[string]engine.RunInfo{p.Fingerprint: {ID: "earlier-run", State: engine.Succeeded}}
+
+	test.Tap(r.w.launch)
+	require.Eventually(t, func() bool { return r.win.Canvas().Overlays().Top() != nil }, 5*time.Second, 10*time.Millisecond,
+		"a dialog asks what to do")
+	require.Contains(t, r.w.status.Text, "earlier-run")
+	r.b.mu.Lock()
+	require.Empty(t, r.b.submitted, "nothing launched before the user answers")
+	r.b.mu.Unlock()
+
+	// "Run anyway with a new seed".
+	var newSeed *widget.Button
+	for _, o := range test.LaidOutObjects(r.win.Canvas().Overlays().Top()) {
+		if b, ok := o.(*widget.Button); ok && b.Text == "Run anyway with a new seed" {
+			newSeed = b
+		}
+	}
+	require.NotNil(t, newSeed)
+	test.Tap(newSeed)
+	select {
+	case <-r.launched:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the launch never finished")
+	}
+	r.b.mu.Lock()
+	defer r.b.mu.Unlock()
+	require.Len(t, r.b.submitted, 1)
+	require.NotEqual(t, int64(7), r.b.submitted[0].Seed, "the duplicate got a new seed")
 }

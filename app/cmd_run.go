@@ -351,19 +351,16 @@ func (c *cli) templates(args []string) error {
 // of all layers so far against their total, redrawn at most every 200ms.
 func pullProgress(w io.Writer) func(docker.PullProgress) {
 	var (
+		tally   docker.PullTally
 		mu      sync.Mutex
-		cur     = map[string]int64{}
-		tot     = map[string]int64{}
 		drawn   time.Time
 		started bool
 	)
 	return func(p docker.PullProgress) {
+		c, t, done := tally.Add(p)
 		mu.Lock()
 		defer mu.Unlock()
-		if p.Layer != "" && p.Total > 0 {
-			cur[p.Layer], tot[p.Layer] = p.Current, p.Total
-		}
-		if strings.HasPrefix(p.Status, "Status:") || strings.HasPrefix(p.Status, "Digest:") {
+		if done {
 			if started {
 				fmt.Fprintf(w, "\rpulling %s: done%30s\n", p.Image, "")
 				started = false
@@ -374,10 +371,6 @@ func pullProgress(w io.Writer) func(docker.PullProgress) {
 			return
 		}
 		drawn, started = time.Now(), true
-		var c, t int64
-		for k := range tot {
-			c, t = c+cur[k], t+tot[k]
-		}
 		if t == 0 {
 			fmt.Fprintf(w, "\rpulling %s: %s", p.Image, p.Status)
 			return

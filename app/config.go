@@ -40,6 +40,7 @@ type stack struct {
 	home    string
 	store   *storage.DB
 	engine  *engine.Engine
+	docker  *docker.Executor // nil when no Docker client could be configured
 	gpus    gpumon.Opened
 	sampler *gpumon.Sampler
 	logger  *slog.Logger
@@ -64,11 +65,12 @@ func open(logOut io.Writer) (*stack, error) {
 		logger = slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	execs := []executor.Executor{local.New()}
+	var dx *docker.Executor
 	// The docker executor is there whether or not a daemon answers now:
 	// its stages wait, queued, until one does. Only a client that cannot
 	// even be configured (a malformed DOCKER_HOST) leaves it out.
 	if api, err := docker.NewMoby(); err == nil {
-		dx := docker.New(api, home)
+		dx = docker.New(api, home)
 		dx.OnPull = pullProgress(logOut)
 		execs = append(execs, dx)
 	} else {
@@ -116,7 +118,7 @@ func open(logOut io.Writer) (*stack, error) {
 		db.Close()
 		return nil, err
 	}
-	return &stack{home: home, store: db, engine: eng, gpus: gpus, sampler: sampler, logger: logger}, nil
+	return &stack{home: home, store: db, engine: eng, docker: dx, gpus: gpus, sampler: sampler, logger: logger}, nil
 }
 
 func (s *stack) close() {

@@ -10,6 +10,7 @@ import (
 
 	"niuma/assets"
 	"niuma/engine"
+	"niuma/engine/executor/docker"
 	"niuma/engine/template"
 	"niuma/ui"
 )
@@ -49,6 +50,14 @@ func runWindow(stderr io.Writer) int {
 	w.Resize(windowSize(a))
 
 	ctx, stop := context.WithCancel(context.Background())
+	if s.docker != nil {
+		// Image pulls show on the board instead of the terminal.
+		var tally docker.PullTally
+		s.docker.OnPull = func(p docker.PullProgress) {
+			cur, total, finished := tally.Add(p)
+			shell.Pull.Update(p.Image, cur, total, finished)
+		}
+	}
 	done := s.drive(ctx)
 	shell.Start(ctx)
 	go view.Reload(ctx)

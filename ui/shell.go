@@ -48,6 +48,9 @@ type Shell struct {
 	content   fyne.CanvasObject
 
 	notifyCheck *widget.Check
+
+	// Pull shows image pulls in progress on the board.
+	Pull *PullIndicator
 }
 
 // NewShell builds the main window's content over runs, a view built with
@@ -60,7 +63,8 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 
 	newRun := widget.NewButtonWithIcon("New run…", theme.ContentAddIcon(), s.OpenWizard)
 	newRun.Importance = widget.HighImportance
-	boardPage := container.NewBorder(container.NewPadded(container.NewBorder(nil, nil, nil, newRun)), nil, nil, nil, s.Board.Content())
+	s.Pull = newPullIndicator()
+	boardPage := container.NewBorder(container.NewPadded(container.NewBorder(nil, nil, nil, newRun, s.Pull.Content())), nil, nil, nil, s.Board.Content())
 
 	s.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Board", theme.ComputerIcon(), boardPage),

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -275,4 +277,38 @@ func (m *Moby) List(ctx context.Context, labels map[string]string) ([]Summary, e
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// PullTally adds up the per-layer progress of image pulls into one figure
+// per image, for a progress bar. It is safe for concurrent use.
+type PullTally struct {
+	mu  sync.Mutex
+	cur map[string]map[string]int64 // image -> layer -> bytes so far
+	tot map[string]map[string]int64 // image -> layer -> bytes in all
+}
+
+// Add takes one progress event and returns the image's bytes so far and in
+// all (total 0 while unknown), and whether the pull has finished.
+func (t *PullTally) Add(p PullProgress) (current, total int64, done bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		t.cur, t.tot = map[string]map[string]int64{}, map[string]map[string]int64{}
+	}
+	if t.cur[p.Image] == nil {
+		t.cur[p.Image], t.tot[p.Image] = map[string]int64{}, map[string]int64{}
+	}
+	if p.Layer != "" && p.Total > 0 {
+		t.cur[p.Image][p.Layer], t.tot[p.Image][p.Layer] = p.Current, p.Total
+	}
+	for layer, n := range t.tot[p.Image] {
+		current, total = current+t.cur[p.Image][layer], total+n
+	}
+	// The daemon ends a pull with "Digest: …" and "Status: Downloaded …".
+	done = strings.HasPrefix(p.Status, "Status:") || strings.HasPrefix(p.Status, "Digest:")
+	if done {
+		delete(t.cur, p.Image)
+		delete(t.tot, p.Image)
+	}
+	return current, total, done
 }

@@ -459,7 +459,7 @@ func realTelemetry(t testing.TB, path, name string) evalCase {
 		c.ticks = append(c.ticks, tick{sample: &s})
 	}
 	if strings.Contains(name, "contended") {
-		// Recorded while other engineers' builds (and this package's tests)
+		// Recorded while other builds (and this package's tests)
 		// starved the trainer of CPU: its utilisation really did keep
 		// dropping near zero before the leak began, so a stall report there
 		// is true, if not the injected fault.

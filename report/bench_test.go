@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// bigComparison is the benchmark of the issue: 100 runs, each with 10
+// bigComparison is the target case: 100 runs, each with 10
 // metrics of 10,000 points (10 million points in all).
 func bigComparison() *Report {
 	rep := comparison(100)

@@ -26,7 +26,7 @@ func replayFile(t *testing.T, s *sentinel.Sentinel, name string) []sentinel.Anom
 	return out
 }
 
-// The acceptance, on the sentinel's side: the demo with lr=1.0 and
+// The acceptance case, on the sentinel's side: the demo with lr=1.0 and
 // SGD really diverges; the sentinel says so with the learning-rate fix well
 // before the loss turns NaN, and a template action of retry with
 // lr: "*0.1" yields lr 0.1 for the next attempt, whose recording (the demo

@@ -14,7 +14,7 @@ func exampleTemplate(t *testing.T) *Template {
 	return tp
 }
 
-// fiveParams has exactly the parameters named in the brief's messages.
+// fiveParams has exactly the parameters the expected messages name.
 func fiveParams(t *testing.T) *Template {
 	t.Helper()
 	tp, err := Parse("t.yaml", []byte(`name: t

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 )
 
@@ -47,12 +46,7 @@ type Follower struct {
 	OnLine func(line []byte, end int64)
 	Logger *slog.Logger // default slog.Default()
 
-	once    sync.Once
-	mu      sync.Mutex
-	running bool
-	stop    chan struct{}
-	stopped sync.Once
-	done    chan struct{}
+	lifecycle
 }
 
 // Follow follows path from offset from until ctx ends, calling onLine for
@@ -62,37 +56,18 @@ func Follow(ctx context.Context, path string, from int64, onLine func(line []byt
 	return f.Run(ctx)
 }
 
-func (f *Follower) init() {
-	f.once.Do(func() {
-		f.stop = make(chan struct{})
-		f.done = make(chan struct{})
-	})
-}
-
 // Stop asks Run to read to the end of the file, deliver a trailing partial
 // line and return; it waits until Run has returned. Called before Run, it
 // makes Run drain at once. Calling Stop more than once is harmless.
 func (f *Follower) Stop() {
-	f.init()
-	f.stopped.Do(func() { close(f.stop) })
-	f.mu.Lock()
-	running := f.running
-	f.mu.Unlock()
-	if running {
-		<-f.done
-	}
+	f.stopAndWait()
 }
 
 // Run follows the file; see Follower. It may be called once.
 func (f *Follower) Run(ctx context.Context) (err error) {
-	f.init()
-	f.mu.Lock()
-	if f.running {
-		f.mu.Unlock()
+	if !f.begin() {
 		return fmt.Errorf("follow %s: already running", f.Path)
 	}
-	f.running = true
-	f.mu.Unlock()
 	defer close(f.done)
 
 	poll := f.Poll

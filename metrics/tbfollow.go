@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"niuma/storage"
@@ -60,12 +59,7 @@ type TBFollower struct {
 	pts     []storage.MetricPoint
 	buf     []byte
 
-	once    sync.Once
-	mu      sync.Mutex
-	running bool
-	stop    chan struct{}
-	stopped sync.Once
-	done    chan struct{}
+	lifecycle
 }
 
 type tbFile struct {
@@ -74,36 +68,17 @@ type tbFile struct {
 	reported bool
 }
 
-func (f *TBFollower) init() {
-	f.once.Do(func() {
-		f.stop = make(chan struct{})
-		f.done = make(chan struct{})
-	})
-}
-
 // Stop asks Run to read what the files hold and return; it waits until Run
 // has returned. Calling it before Run makes Run drain at once.
 func (f *TBFollower) Stop() {
-	f.init()
-	f.stopped.Do(func() { close(f.stop) })
-	f.mu.Lock()
-	running := f.running
-	f.mu.Unlock()
-	if running {
-		<-f.done
-	}
+	f.stopAndWait()
 }
 
 // Run follows the directory; see TBFollower. It may be called once.
 func (f *TBFollower) Run(ctx context.Context) error {
-	f.init()
-	f.mu.Lock()
-	if f.running {
-		f.mu.Unlock()
+	if !f.begin() {
 		return fmt.Errorf("follow %s: already running", f.Dir)
 	}
-	f.running = true
-	f.mu.Unlock()
 	defer close(f.done)
 	poll := f.Poll
 	if poll <= 0 {

@@ -77,12 +77,20 @@ func open(logOut io.Writer) (*stack, error) {
 		logger.Warn("the docker executor is unavailable", "err", err)
 	}
 
+	// Processes in Niuma's containers are traced to their runs through the
+	// containers' labels. A nil *docker.Executor must not become a non-nil
+	// interface, hence the variable.
+	var labeler gpumon.ContainerLabeler
+	if dx != nil {
+		labeler = dx
+	}
+
 	// GPUs: NVML when it initialises; simulated GPUs when asked for
 	// ($NIUMA_SIMULATE_GPUS) and no real one is present; else none, with
 	// the reason. The sampler is the one picture the engine, the board
 	// and the sentinel read.
 	gpus, err := gpumon.Open(context.Background(), gpumon.Config{
-		NVML: gpumon.NVMLOptions{Owners: gpumon.NewOwners(nil), Logger: logger}})
+		NVML: gpumon.NVMLOptions{Owners: gpumon.NewOwners(labeler), Logger: logger}})
 	if err != nil {
 		db.Close()
 		return nil, err

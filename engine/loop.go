@@ -638,6 +638,15 @@ func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit ex
 	case lr.run.CancelRequested:
 		a.State, a.Reason = "cancelled", "cancelled: "+exit.Describe()
 		st.State, st.Reason, st.FinishedAt = storage.StageCancelled, "cancelled by request", now
+	case exit.Interrupted:
+		// The backend went away under the attempt (the Docker daemon
+		// restarted): not the workload's failure. As in requeue, the stage
+		// waits for its executor and runs again without spending a retry;
+		// the attempt itself did run, so it is recorded as interrupted.
+		a.State, a.Reason = storage.AttemptInterrupted, exit.Describe()
+		st.Retries++
+		st.State, st.NextAttemptAt = storage.StageQueued, now
+		st.Reason = fmt.Sprintf("attempt %d %s; it runs again when the executor is ready (no retry spent)", st.Attempts, exit.Describe())
 	default:
 		a.State, a.Reason = "failed", exit.Describe()
 		if exit.Lost {

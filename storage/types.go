@@ -57,6 +57,9 @@ const (
 	AttemptFailed    = "failed"
 	AttemptCancelled = "cancelled"
 	AttemptLost      = "lost"
+	// AttemptInterrupted: its backend went away mid-attempt (a Docker
+	// daemon restart); it runs again without spending a retry.
+	AttemptInterrupted = "interrupted"
 )
 
 // Run is one experiment: a template snapshot with chosen parameters, run as

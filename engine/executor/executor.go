@@ -67,17 +67,25 @@ type Exit struct {
 	Signal    string // e.g. "killed" when the process died of a signal
 	OOMKilled bool   // the kernel's OOM killer ended it
 	Lost      bool   // the attempt vanished without an exit status
-	Reason    string // plain words, for the user
+	// Interrupted: the backend went away mid-attempt (the Docker daemon
+	// restarted and took the container down). The workload did not fail;
+	// the engine runs the stage again without spending a retry.
+	Interrupted bool
+	Reason      string // plain words, for the user
 }
 
 // Success reports whether the attempt exited 0.
-func (e Exit) Success() bool { return e.Code == 0 && !e.Lost && !e.OOMKilled && e.Signal == "" }
+func (e Exit) Success() bool {
+	return e.Code == 0 && !e.Lost && !e.OOMKilled && !e.Interrupted && e.Signal == ""
+}
 
 // Describe says in words how the attempt ended.
 func (e Exit) Describe() string {
 	switch {
 	case e.Reason != "":
 		return e.Reason
+	case e.Interrupted:
+		return "interrupted: its backend went away mid-attempt"
 	case e.Lost:
 		return "the attempt vanished without an exit status"
 	case e.OOMKilled:

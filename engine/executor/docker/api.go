@@ -21,6 +21,9 @@ type API interface {
 	Ping(ctx context.Context) error
 	// ImageExists reports whether the image is present locally.
 	ImageExists(ctx context.Context, image string) (bool, error)
+	// ImageID returns the ID (sha256:…) of the local image a reference
+	// names; ErrNotFound when there is none.
+	ImageID(ctx context.Context, image string) (string, error)
 	// Pull fetches an image, reporting progress as it goes.
 	Pull(ctx context.Context, image string, progress func(PullProgress)) error
 	// Create creates (does not start) a container.
@@ -125,6 +128,15 @@ func (m *Moby) ImageExists(ctx context.Context, image string) (bool, error) {
 	default:
 		return false, err
 	}
+}
+
+// ImageID implements API.
+func (m *Moby) ImageID(ctx context.Context, image string) (string, error) {
+	r, err := m.c.ImageInspect(ctx, image)
+	if err != nil {
+		return "", notFound(err)
+	}
+	return r.ID, nil
 }
 
 // Pull implements API. The daemon reports a failed pull inside the stream;

@@ -241,3 +241,22 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return !errors.Is(err, os.ErrNotExist)
 }
+
+// A container killed from outside while the daemon stays up is a failure
+// of the attempt, not an interruption: only a daemon restart earns a free
+// run.
+func TestKillFromOutsideIsNoInterruption(t *testing.T) {
+	f := newFixture(t)
+	c := dockertest.Need(t)
+	job := f.job("a", dockertest.Workload, "sleep")
+	h, err := f.x.Start(context.Background(), job)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(readFile(job.StdoutPath), "sleeping") }, 30*time.Second, 20*time.Millisecond)
+	list := f.containers()
+	require.Len(t, list, 1)
+	_, err = c.ContainerKill(context.Background(), list[0].ID, client.ContainerKillOptions{Signal: "KILL"})
+	require.NoError(t, err)
+	ex := f.wait(h)
+	require.Equal(t, 137, ex.Code, ex.Describe())
+	require.False(t, ex.Interrupted || ex.OOMKilled || ex.Success(), "%+v", ex)
+}

@@ -17,4 +17,12 @@
 // Output is demultiplexed into the same stdout and stderr files the local
 // executor writes, so the engine reads metrics the same way. When Niuma
 // re-attaches to a container it skips the bytes those files already hold.
+//
+// A daemon restart is not the workload's failure: a container that the
+// restart stopped, killed or removed while a handle watched it (the
+// handle saw the daemon go away and did not see the container running
+// again) ends with Exit.Interrupted, and the engine runs the stage again
+// without spending a retry. The executor also names the image a tag
+// resolves to (ImageDigest, for run fingerprints) and a container's labels
+// (ContainerLabels, for tracing a GPU process to its run).
 package docker

@@ -99,6 +99,34 @@ func (x *Executor) CheckImage(ctx context.Context, image string) error {
 	return nil
 }
 
+// ImageDigest implements engine.ImageDigester: the ID of the local image
+// the reference names, so a run's fingerprint changes when the image behind
+// a tag is rebuilt or retagged.
+func (x *Executor) ImageDigest(ctx context.Context, image string) (string, error) {
+	id, err := x.api.ImageID(ctx, image)
+	if err != nil {
+		if isConnErr(err) {
+			return "", unreachable(err)
+		}
+		return "", fmt.Errorf("look up image %s: %w", image, err)
+	}
+	return id, nil
+}
+
+// ContainerLabels implements gpumon.ContainerLabeler: the labels of the
+// container with the full id, so a process on a GPU can be traced to the
+// run, stage and attempt that started it.
+func (x *Executor) ContainerLabels(ctx context.Context, id string) (map[string]string, error) {
+	st, err := x.api.Inspect(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("inspect container %s: %w", id, err)
+	}
+	if st.Labels == nil {
+		return map[string]string{}, nil
+	}
+	return st.Labels, nil
+}
+
 // ref is what the engine persists to find the container again.
 type ref struct {
 	ID string `json:"container"`

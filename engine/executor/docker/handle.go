@@ -117,8 +117,10 @@ func (h *handle) follow(out, errf *os.File, so, se *skipWriter, attached func() 
 		}
 		if err == nil {
 			// The stream also ends cleanly when the daemon goes away; a
-			// container that still runs (live-restore) is read on below.
-			if st, ierr := h.x.api.Inspect(h.ctx, h.id); ierr != nil || !st.Running {
+			// container that still runs (live-restore), or that the daemon
+			// cannot tell about yet, is read on below.
+			st, ierr := h.x.api.Inspect(h.ctx, h.id)
+			if errors.Is(ierr, ErrNotFound) || ierr == nil && !st.Running {
 				return
 			}
 		}
@@ -165,10 +167,19 @@ func (s *skipWriter) Write(p []byte) (int, error) {
 
 // monitor waits for the container to stop, through daemon restarts, and
 // records how it ended. first is the wait registered before Start.
+//
+// away is set when the daemon stopped answering (a wait broke, an inspect
+// failed) and cleared when the container is seen running again (it
+// survived, as with live-restore). A container that is gone, or was
+// killed, after the daemon went away was taken down by the restart: the
+// attempt is reported Interrupted so that the engine runs it again
+// without spending a retry.
 func (h *handle) monitor(first <-chan WaitResult) {
+	away := false
 	if first != nil {
 		select { // whatever it says, inspect below has the facts
-		case <-first:
+		case r := <-first:
+			away = h.brokeOff(r.Err)
 		case <-h.ctx.Done():
 			return
 		}
@@ -180,20 +191,48 @@ func (h *handle) monitor(first <-chan WaitResult) {
 		st, err := h.x.api.Inspect(h.ctx, h.id)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			h.finish(executor.Exit{Code: -1, Lost: true, Reason: "the container was removed before Niuma saw it end"}, false)
+			ex := executor.Exit{Code: -1, Lost: true, Reason: "the container was removed before Niuma saw it end"}
+			if away && !h.stopped.Load() {
+				ex = executor.Exit{Code: -1, Interrupted: true,
+					Reason: "interrupted: the container vanished while the Docker daemon was away"}
+			}
+			h.finish(ex, false)
 			return
 		case err != nil:
+			away = away || h.brokeOff(err)
 			h.pause()
 			continue
 		case !st.Running:
-			h.finish(exitFromState(st, h.job.Container.MemoryMiB, h.stopped.Load()), true)
+			h.finish(exitAfter(st, h.job.Container.MemoryMiB, h.stopped.Load(), away), true)
 			return
 		}
+		away = false // it survived whatever happened to the daemon
 		r := <-h.x.api.Wait(h.ctx, h.id, container.WaitConditionNotRunning)
 		if r.Err != nil {
+			away = away || h.brokeOff(r.Err)
 			h.pause()
 		}
 	}
+}
+
+// brokeOff says whether err means the daemon went away: the call failed,
+// and not because the container is gone or this process let go of it.
+func (h *handle) brokeOff(err error) bool {
+	return err != nil && !errors.Is(err, ErrNotFound) && h.ctx.Err() == nil
+}
+
+// exitAfter is exitFromState, knowing whether the daemon went away while
+// the container ran. A daemon that shuts down stops its containers
+// (SIGTERM, then SIGKILL); one that comes back from a crash kills those it
+// cannot restore. Such an end, when Niuma sent no stop and the kernel
+// reported no OOM, is the restart's, not the workload's.
+func exitAfter(st State, memMiB int64, stopped, away bool) executor.Exit {
+	killed := st.ExitCode == 128+int(syscall.SIGKILL) || st.ExitCode == 128+int(syscall.SIGTERM)
+	if away && !stopped && !st.OOMKilled && killed {
+		return executor.Exit{Code: st.ExitCode, Interrupted: true, Reason: "interrupted: the Docker daemon restarted and " +
+			"stopped the container (exit code " + strconv.Itoa(st.ExitCode) + ")"}
+	}
+	return exitFromState(st, memMiB, stopped)
 }
 
 // pause waits before trying the daemon again.

@@ -11,7 +11,7 @@ SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
 	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn poppler-utils
 
-.PHONY: deps build run test bench lint fuzz clean demo-image
+.PHONY: deps build run test bench lint fuzz clean demo-image screenshots
 
 deps:
 	@command -v $(GO) >/dev/null || { echo "make deps: Go 1.26 or newer is needed (https://go.dev/dl); install it and retry"; exit 1; }
@@ -51,6 +51,11 @@ bench:
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/template/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLine -fuzztime=30s ./metrics/
+
+# The real window under Xvfb with simulated GPUs and real demo runs, driven
+# to each main view; PNGs in docs/screenshots/ (look at them).
+screenshots: deps
+	scripts/screenshots.sh
 
 clean:
 	rm -rf bin

@@ -43,6 +43,11 @@ type Backend interface {
 	// wizard warns before launching a run that was already done.
 	Provenance(ctx context.Context, spec engine.RunSpec) (engine.Provenance, error)
 	FindDuplicate(ctx context.Context, fingerprint string) (engine.RunInfo, bool, error)
+	// Archive is every run with the best value of its objective, for the
+	// archive table.
+	Archive(ctx context.Context) ([]engine.ArchiveEntry, error)
+	// DeleteRun removes a finished run and its folder.
+	DeleteRun(ctx context.Context, id string) error
 }
 
 // Launcher prepares the run the "New run" action submits.

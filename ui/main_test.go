@@ -29,9 +29,15 @@ type fakeBackend struct {
 	series    []engine.Point
 	dismissed []string
 	done      map[string]engine.RunInfo // succeeded runs by fingerprint
+	archive   []engine.ArchiveEntry     // what Archive returns, when set
+	deleted   []string
+	bySeries  map[string][]engine.Point // Series by "runID/stage/key", when set
 }
 
-func (f *fakeBackend) Series(_ context.Context, _, _, _ string) ([]engine.Point, error) {
+func (f *fakeBackend) Series(_ context.Context, runID, stage, key string) ([]engine.Point, error) {
+	if f.bySeries != nil {
+		return f.bySeries[runID+"/"+stage+"/"+key], nil
+	}
 	return f.series, nil
 }
 
@@ -98,6 +104,42 @@ func (f *fakeBackend) Cancel(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cancelled = append(f.cancelled, id)
+	return nil
+}
+
+func (f *fakeBackend) Archive(context.Context) ([]engine.ArchiveEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.archive != nil {
+		return append([]engine.ArchiveEntry(nil), f.archive...), nil
+	}
+	out := make([]engine.ArchiveEntry, len(f.runs))
+	for i, r := range f.runs {
+		out[i].RunInfo = r
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) DeleteRun(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	keep := f.archive[:0]
+	found := false
+	for _, e := range f.archive {
+		if e.ID != id {
+			keep = append(keep, e)
+			continue
+		}
+		if !e.State.Done() {
+			return fmt.Errorf("run %s is %s: cancel it first", id, e.State)
+		}
+		found = true
+	}
+	if !found {
+		return errors.New("no run " + id)
+	}
+	f.archive = keep
+	f.deleted = append(f.deleted, id)
 	return nil
 }
 

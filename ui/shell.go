@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -35,9 +36,10 @@ type Shell struct {
 	opts    Options
 	win     fyne.Window
 
-	Board *Board
-	Runs  *MainView
-	tabs  *container.AppTabs
+	Board   *Board
+	Runs    *MainView
+	Archive *ArchiveView
+	tabs    *container.AppTabs
 
 	templates *widget.List
 	tmplInfo  *widget.Label
@@ -48,6 +50,10 @@ type Shell struct {
 	content   fyne.CanvasObject
 
 	notifyCheck *widget.Check
+
+	// archiveShown is set while the Archive page is on screen: run
+	// events reload it then (and only then: the read is heavy).
+	archiveShown atomic.Bool
 
 	// Pull shows image pulls in progress on the board.
 	Pull *PullIndicator
@@ -60,6 +66,8 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 	s.Board = NewBoard(b)
 	s.Board.OnOpen = s.OpenRun
 	runs.OnClone = s.CloneRun
+	s.Archive = NewArchiveView(b, win)
+	s.Archive.OnOpen = s.OpenRun
 
 	newRun := widget.NewButtonWithIcon("New run…", theme.ContentAddIcon(), s.OpenWizard)
 	newRun.Importance = widget.HighImportance
@@ -69,13 +77,18 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 	s.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Board", theme.ComputerIcon(), boardPage),
 		container.NewTabItemWithIcon("Runs", theme.ListIcon(), runs.Content()),
+		container.NewTabItemWithIcon("Archive", theme.StorageIcon(), s.Archive.Content()),
 		container.NewTabItemWithIcon("Templates", theme.DocumentIcon(), s.templatesPage()),
 		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), s.settingsPage()),
 	)
 	s.tabs.SetTabLocation(container.TabLocationLeading)
 	s.tabs.OnSelected = func(t *container.TabItem) {
-		if t.Text == "Templates" {
+		s.archiveShown.Store(t.Text == "Archive")
+		switch t.Text {
+		case "Templates":
 			s.loadTemplates()
+		case "Archive":
+			go s.Archive.Reload(context.Background())
 		}
 	}
 	s.content = s.tabs
@@ -104,7 +117,7 @@ func (s *Shell) Start(ctx context.Context) {
 				if !ok {
 					return
 				}
-				s.notify(ev)
+				s.onEvent(ctx, ev)
 			}
 		}
 	}()
@@ -123,8 +136,8 @@ func (s *Shell) Start(ctx context.Context) {
 	}()
 }
 
-// Show switches to a page by name: "Board", "Runs", "Templates" or
-// "Settings".
+// Show switches to a page by name: "Board", "Runs", "Archive",
+// "Templates" or "Settings".
 func (s *Shell) Show(page string) {
 	for _, t := range s.tabs.Items {
 		if t.Text == page {
@@ -137,6 +150,15 @@ func (s *Shell) Show(page string) {
 func (s *Shell) OpenRun(id string) {
 	s.Show("Runs")
 	s.Runs.SelectRun(id)
+}
+
+// onEvent notifies the desktop of an engine event and, while the Archive
+// page is on screen, reloads it when a run appears or changes state.
+func (s *Shell) onEvent(ctx context.Context, ev engine.Event) {
+	s.notify(ev)
+	if s.archiveShown.Load() && (ev.Kind == engine.RunSubmitted || ev.Kind == engine.RunChanged) {
+		s.Archive.reloadSoon(ctx)
+	}
 }
 
 // prefNotify is the preference that turns desktop notifications off.

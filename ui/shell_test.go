@@ -32,7 +32,7 @@ func TestShellNavigatesBetweenPages(t *testing.T) {
 	for _, it := range s.tabs.Items {
 		names = append(names, it.Text)
 	}
-	require.Equal(t, []string{"Board", "Runs", "Templates", "Settings"}, names)
+	require.Equal(t, []string{"Board", "Runs", "Archive", "Templates", "Settings"}, names)
 	require.Equal(t, "Board", s.tabs.Selected().Text, "the board is home")
 	s.Show("Templates")
 	require.Equal(t, "Templates", s.tabs.Selected().Text)

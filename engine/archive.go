@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"niuma/engine/template"
+	"niuma/storage"
+)
+
+// ArchiveEntry is one row of the window's runs archive: the run and the
+// best value of its template's objective.
+type ArchiveEntry struct {
+	RunInfo
+	// Objective is the metric the run's template judges it by ("" when
+	// the template declares none), Goal "min" or "max".
+	Objective, Goal string
+	// Best is the best value the objective reached, valid when HasBest.
+	Best    float64
+	HasBest bool
+}
+
+// Archive lists every run, newest first, with the best value of the
+// objective its template snapshot (template.yaml in the run folder)
+// declares. A run whose snapshot is missing or unreadable is listed
+// without an objective rather than failing the whole list.
+func (e *Engine) Archive(ctx context.Context) ([]ArchiveEntry, error) {
+	runs, err := e.Runs(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("list runs for the archive: %w", err)
+	}
+	out := make([]ArchiveEntry, len(runs))
+	for i, r := range runs {
+		out[i].RunInfo = r
+		obj, ok := snapshotObjective(r.Dir)
+		if !ok {
+			continue
+		}
+		out[i].Objective, out[i].Goal = obj.Metric, obj.Goal
+		out[i].Best, out[i].HasBest, err = e.bestObjective(ctx, r.ID, obj)
+		if err != nil {
+			return nil, fmt.Errorf("best %s of run %s: %w", obj.Metric, r.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// snapshotObjective reads the objective from a run's template snapshot.
+func snapshotObjective(dir string) (template.Objective, bool) {
+	if dir == "" {
+		return template.Objective{}, false
+	}
+	snap := filepath.Join(dir, "template.yaml")
+	data, err := os.ReadFile(snap)
+	if err != nil {
+		return template.Objective{}, false
+	}
+	t, err := template.Parse(snap, data)
+	if err != nil || t.Objective.Metric == "" {
+		return template.Objective{}, false
+	}
+	return t.Objective, true
+}
+
+// bestObjective is the best value of obj over the stages that report it.
+func (e *Engine) bestObjective(ctx context.Context, runID string, obj template.Objective) (float64, bool, error) {
+	last, err := e.store.LastMetrics(ctx, runID)
+	if err != nil {
+		return 0, false, err
+	}
+	best, has := 0.0, false
+	for _, l := range last {
+		if l.Key != obj.Metric {
+			continue
+		}
+		pts, err := e.store.MetricSeries(ctx, runID, l.Stage, l.Key)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, p := range pts {
+			if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+				continue
+			}
+			if !has || (obj.Goal == "max" && p.Value > best) || (obj.Goal != "max" && p.Value < best) {
+				best, has = p.Value, true
+			}
+		}
+	}
+	return best, has, nil
+}
+
+// DeleteRun removes a finished run from the archive, with its stages,
+// attempts, metrics and events, and its run folder (logs, outputs, the
+// template snapshot). It refuses a run that has not finished: cancel it
+// first.
+func (e *Engine) DeleteRun(ctx context.Context, id string) error {
+	r, err := e.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !r.State.Done() {
+		return fmt.Errorf("run %s is %s: cancel it and wait for it to stop before deleting it", r.ID, r.State)
+	}
+	if err := e.store.DeleteRun(ctx, r.ID); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("run %s is already gone", r.ID)
+		}
+		return fmt.Errorf("delete run %s: %w", r.ID, err)
+	}
+	// Only a folder under the data directory's runs/ is ours to remove.
+	if rel, err := filepath.Rel(filepath.Join(e.opts.Home, "runs"), r.Dir); r.Dir != "" && err == nil && rel != "." && !filepath.IsAbs(rel) && rel != ".." && !startsWithDotDot(rel) {
+		if err := os.RemoveAll(r.Dir); err != nil {
+			return fmt.Errorf("run %s left the archive but its folder %s remains (%w): remove it by hand", r.ID, r.Dir, err)
+		}
+	}
+	return nil
+}
+
+func startsWithDotDot(rel string) bool {
+	return len(rel) >= 3 && rel[:3] == ".."+string(filepath.Separator)
+}

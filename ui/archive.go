@@ -1,0 +1,826 @@
+package ui
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"niuma/engine"
+	"niuma/engine/template"
+	"niuma/plot"
+)
+
+// The archive table's columns, in order.
+const (
+	colPick = iota // the compare / delete checkbox
+	colID
+	colTemplate
+	colState
+	colCreated
+	colDuration
+	colBest
+	archiveCols
+)
+
+// archiveHeaders are the column titles; colPick has none.
+var archiveHeaders = [archiveCols]string{"", "ID", "Template", "State", "Created", "Duration", "Best objective"}
+
+// archiveWidths are the columns' widths, in points.
+var archiveWidths = [archiveCols]float32{36, 215, 150, 100, 150, 90, 190}
+
+// allTemplates is the template filter's "no filter" choice.
+const allTemplates = "all templates"
+
+// dateFilters are the created-date choices, with how far back each
+// reaches; the first shows all.
+var dateFilters = []struct {
+	name string
+	back time.Duration
+}{
+	{"any date", 0},
+	{"last 24 hours", 24 * time.Hour},
+	{"last 7 days", 7 * 24 * time.Hour},
+	{"last 30 days", 30 * 24 * time.Hour},
+}
+
+func dateFilterNames() []string {
+	out := make([]string, len(dateFilters))
+	for i, d := range dateFilters {
+		out[i] = d.name
+	}
+	return out
+}
+
+// archiveModel is the archive's data without widgets: every run read, the
+// rows the filters keep in the chosen order, and the runs picked to
+// compare or delete. Its methods are not safe for concurrent use; the
+// view calls them on Fyne's thread.
+type archiveModel struct {
+	all    []engine.ArchiveEntry
+	rows   []int    // indexes into all, filtered and sorted
+	hay    []string // per run, the text searched; built on the first search
+	picked map[string]bool
+
+	query, state, tmpl string        // the filters, as the user set them
+	back               time.Duration // only runs created this recently; 0: all
+	sortCol            int
+	desc               bool
+	now                time.Time // for running runs' durations
+}
+
+func newArchiveModel() *archiveModel {
+	return &archiveModel{picked: map[string]bool{}, sortCol: colCreated, desc: true, state: stateFilters[0], tmpl: allTemplates}
+}
+
+// set replaces the runs and reapplies the filters and the order; picked
+// runs that are gone are forgotten.
+func (m *archiveModel) set(all []engine.ArchiveEntry, now time.Time) {
+	m.all, m.now, m.hay = all, now, nil
+	if len(m.picked) > 0 {
+		ids := make(map[string]bool, len(all))
+		for i := range all {
+			ids[all[i].ID] = true
+		}
+		for id := range m.picked {
+			if !ids[id] {
+				delete(m.picked, id)
+			}
+		}
+	}
+	m.apply()
+}
+
+// templates lists the templates the runs use, for the template filter.
+func (m *archiveModel) templates() []string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range m.all {
+		if t := m.all[i].Template; !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return append([]string{allTemplates}, out...)
+}
+
+// apply filters and sorts the rows.
+func (m *archiveModel) apply() {
+	words := strings.Fields(strings.ToLower(m.query))
+	if len(words) > 0 && len(m.hay) != len(m.all) {
+		m.buildHay()
+	}
+	m.rows = m.rows[:0]
+	for i := range m.all {
+		e := &m.all[i]
+		if m.state != "" && m.state != stateFilters[0] && string(e.State) != m.state {
+			continue
+		}
+		if m.tmpl != "" && m.tmpl != allTemplates && e.Template != m.tmpl {
+			continue
+		}
+		if m.back > 0 && e.CreatedAt.Before(m.now.Add(-m.back)) {
+			continue
+		}
+		if len(words) > 0 && !containsAll(m.hay[i], words) {
+			continue
+		}
+		m.rows = append(m.rows, i)
+	}
+	cmp := m.compare(m.sortCol)
+	// Ties keep the engine's order (newest first), so the order is the
+	// same after every refresh.
+	slices.SortFunc(m.rows, func(a, b int) int {
+		c := cmp(&m.all[a], &m.all[b])
+		if m.desc {
+			c = -c
+		}
+		if c == 0 {
+			return a - b
+		}
+		return c
+	})
+}
+
+// buildHay writes, once per set of runs, the lower-case text the search
+// looks in: template, ID and "name=value" parameters. It waits for the
+// first search so that opening the archive does not pay for it.
+func (m *archiveModel) buildHay() {
+	m.hay = make([]string, len(m.all))
+	var sb strings.Builder
+	for i := range m.all {
+		e := &m.all[i]
+		sb.Reset()
+		sb.WriteString(e.Template)
+		sb.WriteByte(' ')
+		sb.WriteString(e.ID)
+		for k, x := range e.Params {
+			sb.WriteByte(' ')
+			sb.WriteString(k)
+			sb.WriteByte('=')
+			switch x := x.(type) {
+			case string:
+				sb.WriteString(x)
+			case float64:
+				sb.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+			default:
+				fmt.Fprint(&sb, x)
+			}
+		}
+		m.hay[i] = strings.ToLower(sb.String())
+	}
+}
+
+// containsAll reports whether hay contains every word.
+func containsAll(hay string, words []string) bool {
+	for _, w := range words {
+		if !strings.Contains(hay, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// compare orders two runs by a column. Runs without a best objective sort
+// after those with one whatever the direction, so the best runs are on
+// top when sorting by it either way.
+func (m *archiveModel) compare(col int) func(a, b *engine.ArchiveEntry) int {
+	switch col {
+	case colID:
+		return func(a, b *engine.ArchiveEntry) int { return strings.Compare(a.ID, b.ID) }
+	case colTemplate:
+		return func(a, b *engine.ArchiveEntry) int { return strings.Compare(a.Template, b.Template) }
+	case colState:
+		return func(a, b *engine.ArchiveEntry) int { return strings.Compare(string(a.State), string(b.State)) }
+	case colDuration:
+		return func(a, b *engine.ArchiveEntry) int { return cmp.Compare(a.Elapsed(m.now), b.Elapsed(m.now)) }
+	case colBest:
+		return func(a, b *engine.ArchiveEntry) int {
+			if a.HasBest != b.HasBest {
+				// Missing values last in both directions: the caller
+				// negates for descending, so pre-negate here.
+				if a.HasBest != m.desc {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Compare(a.Best, b.Best)
+		}
+	default:
+		return func(a, b *engine.ArchiveEntry) int { return a.CreatedAt.Compare(b.CreatedAt) }
+	}
+}
+
+// sortBy sorts by a column; the same column again flips the direction.
+func (m *archiveModel) sortBy(col int) {
+	if col == colPick {
+		return
+	}
+	if m.sortCol == col {
+		m.desc = !m.desc
+	} else {
+		m.sortCol, m.desc = col, col == colCreated // newest first, the rest ascending
+	}
+	m.apply()
+}
+
+// entry is the run shown on a row.
+func (m *archiveModel) entry(row int) (*engine.ArchiveEntry, bool) {
+	if row < 0 || row >= len(m.rows) {
+		return nil, false
+	}
+	return &m.all[m.rows[row]], true
+}
+
+// pickedRuns are the picked runs, in the table's order.
+func (m *archiveModel) pickedRuns() []engine.ArchiveEntry {
+	var out []engine.ArchiveEntry
+	for _, i := range m.rows {
+		if m.picked[m.all[i].ID] {
+			out = append(out, m.all[i])
+		}
+	}
+	return out
+}
+
+// cellText is what a cell says.
+func (m *archiveModel) cellText(e *engine.ArchiveEntry, col int) string {
+	switch col {
+	case colID:
+		return e.ID
+	case colTemplate:
+		return e.Template
+	case colState:
+		return string(e.State)
+	case colCreated:
+		if e.CreatedAt.IsZero() {
+			return ""
+		}
+		return e.CreatedAt.Local().Format("2006-01-02 15:04")
+	case colDuration:
+		if e.StartedAt.IsZero() {
+			return "—"
+		}
+		d := e.Elapsed(m.now)
+		if d < time.Minute {
+			return d.Round(100 * time.Millisecond).String()
+		}
+		return d.Round(time.Second).String()
+	case colBest:
+		if !e.HasBest {
+			if e.Objective == "" {
+				return "—"
+			}
+			return e.Objective + " —"
+		}
+		arrow := "↓"
+		if e.Goal == "max" {
+			arrow = "↑"
+		}
+		return fmt.Sprintf("%s %s %.4g", e.Objective, arrow, e.Best)
+	}
+	return ""
+}
+
+// header is a column title with the sort direction when it is the sort
+// column.
+func (m *archiveModel) header(col int) string {
+	h := archiveHeaders[col]
+	if col == m.sortCol {
+		if m.desc {
+			return h + " ▼"
+		}
+		return h + " ▲"
+	}
+	return h
+}
+
+// ArchiveView is the Runs archive: a table of every run, searchable,
+// filterable and sortable by any column, with several runs picked to
+// compare (overlaid curves and a parameter diff) or delete.
+type ArchiveView struct {
+	backend Backend
+	win     fyne.Window
+	model   *archiveModel
+	mu      sync.Mutex  // serialises reloads
+	pending atomic.Bool // a reloadSoon is waiting for its turn
+
+	table    *widget.Table
+	query    *widget.Entry
+	stateSel *widget.Select
+	tmplSel  *widget.Select
+	dateSel  *widget.Select
+	compare  *widget.Button
+	delete   *widget.Button
+	status   *widget.Label
+	content  fyne.CanvasObject
+
+	// OnOpen, when set, opens a run in the run view (a tap on its ID).
+	OnOpen func(id string)
+	// confirm asks before deleting; a seam for tests.
+	confirm func(title, msg string, cb func(bool))
+	// compareView is the last compare window's content, for tests.
+	compareView *compareView
+	// deleted, when set, receives the outcome of each delete.
+	deleted chan error
+	// reloaded, when set, is signalled after each Reload (for tests).
+	reloaded chan struct{}
+	// loadCompare reads and draws a compare view's curves; in the
+	// background, except in tests.
+	loadCompare func(*compareView)
+}
+
+// NewArchiveView builds the archive page. Call Reload to fill it.
+func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
+	v := &ArchiveView{backend: b, win: win, model: newArchiveModel()}
+	v.confirm = func(title, msg string, cb func(bool)) { dialog.ShowConfirm(title, msg, cb, v.win) }
+	v.loadCompare = func(cv *compareView) { go cv.load(context.Background()) }
+	v.table = widget.NewTableWithHeaders(v.tableSize, newArchiveCell, v.updateCell)
+	v.table.ShowHeaderColumn = false
+	v.table.CreateHeader = func() fyne.CanvasObject {
+		b := widget.NewButton("", nil)
+		b.Importance = widget.LowImportance
+		b.Alignment = widget.ButtonAlignLeading
+		return b
+	}
+	v.table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		b := o.(*widget.Button)
+		b.SetText(v.model.header(id.Col))
+		col := id.Col
+		b.OnTapped = func() { v.SortBy(col) }
+	}
+	for c, w := range archiveWidths {
+		v.table.SetColumnWidth(c, w)
+	}
+	v.table.OnSelected = func(id widget.TableCellID) {
+		v.table.UnselectAll()
+		e, ok := v.model.entry(id.Row)
+		if !ok {
+			return
+		}
+		if id.Col == colPick {
+			v.Pick(e.ID, !v.model.picked[e.ID])
+			return
+		}
+		if v.OnOpen != nil {
+			v.OnOpen(e.ID)
+		}
+	}
+
+	v.query = widget.NewEntry()
+	v.query.SetPlaceHolder("Search: template, ID, lr=0.01…")
+	v.query.OnChanged = func(s string) { v.model.query = s; v.refresh() }
+	v.stateSel = widget.NewSelect(stateFilters, func(s string) { v.model.state = s; v.refresh() })
+	v.stateSel.Selected = stateFilters[0]
+	v.tmplSel = widget.NewSelect([]string{allTemplates}, func(s string) { v.model.tmpl = s; v.refresh() })
+	v.tmplSel.Selected = allTemplates
+	v.dateSel = widget.NewSelect(dateFilterNames(), func(s string) {
+		v.model.back = 0
+		for _, d := range dateFilters {
+			if d.name == s {
+				v.model.back = d.back
+			}
+		}
+		v.refresh()
+	})
+	v.dateSel.Selected = dateFilters[0].name
+	v.compare = widget.NewButtonWithIcon("Compare", theme.ViewRefreshIcon(), v.Compare)
+	v.compare.Importance = widget.HighImportance
+	v.delete = widget.NewButtonWithIcon("Delete…", theme.DeleteIcon(), v.onDelete)
+	v.delete.Importance = widget.DangerImportance
+	reload := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { go v.Reload(context.Background()) })
+	v.status = widget.NewLabel("")
+	v.status.Truncation = fyne.TextTruncateEllipsis
+	v.updateButtons()
+
+	filters := container.NewBorder(nil, nil, nil, container.NewHBox(v.tmplSel, v.stateSel, v.dateSel, reload), v.query)
+	actions := container.NewBorder(nil, nil, nil, container.NewHBox(v.compare, v.delete), v.status)
+	v.content = container.NewBorder(container.NewVBox(filters, actions), nil, nil, nil, v.table)
+	return v
+}
+
+// Content is the page's root object.
+func (v *ArchiveView) Content() fyne.CanvasObject { return v.content }
+
+// Reload reads every run from the engine and shows them; it blocks while
+// reading and updates the widgets on Fyne's thread.
+func (v *ArchiveView) Reload(ctx context.Context) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	all, err := v.backend.Archive(ctx)
+	fyne.DoAndWait(func() {
+		if err != nil {
+			v.status.SetText("Could not read the archive: " + err.Error() + ". Check the data directory, then press reload.")
+			return
+		}
+		v.show(all, time.Now())
+	})
+	if v.reloaded != nil {
+		v.reloaded <- struct{}{}
+	}
+}
+
+// reloadSoon reloads in the background; a burst of calls while a reload
+// is waiting makes one reload, not one each.
+func (v *ArchiveView) reloadSoon(ctx context.Context) {
+	if !v.pending.CompareAndSwap(false, true) {
+		return // the waiting reload will see this change too
+	}
+	go func() {
+		v.mu.Lock() // wait for the reload in progress
+		v.pending.Store(false)
+		v.mu.Unlock()
+		v.Reload(ctx)
+	}()
+}
+
+// show puts runs in the table (on Fyne's thread).
+func (v *ArchiveView) show(all []engine.ArchiveEntry, now time.Time) {
+	v.model.set(all, now)
+	v.tmplSel.Options = v.model.templates()
+	v.tmplSel.Refresh()
+	v.refresh()
+}
+
+// refresh reapplies the filters and redraws the table.
+func (v *ArchiveView) refresh() {
+	v.model.apply()
+	v.table.Refresh()
+	v.updateButtons()
+}
+
+// SortBy sorts by a column, as a tap on its header does.
+func (v *ArchiveView) SortBy(col int) {
+	v.model.sortBy(col)
+	v.table.Refresh()
+}
+
+// Pick adds a run to, or removes it from, the runs to compare or delete.
+func (v *ArchiveView) Pick(id string, on bool) {
+	if on {
+		v.model.picked[id] = true
+	} else {
+		delete(v.model.picked, id)
+	}
+	v.table.Refresh()
+	v.updateButtons()
+}
+
+func (v *ArchiveView) updateButtons() {
+	n := len(v.model.pickedRuns())
+	if n >= 2 {
+		v.compare.Enable()
+	} else {
+		v.compare.Disable()
+	}
+	if n >= 1 {
+		v.delete.Enable()
+	} else {
+		v.delete.Disable()
+	}
+	msg := fmt.Sprintf("%d of %d runs", len(v.model.rows), len(v.model.all))
+	if n > 0 {
+		msg += fmt.Sprintf(" · %d picked", n)
+	} else if len(v.model.all) > 0 {
+		msg += " · tick two or more to compare"
+	}
+	v.status.SetText(msg)
+}
+
+func (v *ArchiveView) tableSize() (int, int) { return len(v.model.rows), archiveCols }
+
+// archiveCell is one table cell: a checkbox in the first column, text in
+// the others.
+type archiveCell struct {
+	widget.BaseWidget
+	check *widget.Check
+	text  *widget.Label
+	box   *fyne.Container
+}
+
+func newArchiveCell() fyne.CanvasObject {
+	c := &archiveCell{check: widget.NewCheck("", nil), text: widget.NewLabel("")}
+	c.text.Truncation = fyne.TextTruncateEllipsis
+	c.box = container.NewStack(c.check, c.text)
+	c.ExtendBaseWidget(c)
+	return c
+}
+
+func (c *archiveCell) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(c.box) }
+
+func (v *ArchiveView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
+	c := o.(*archiveCell)
+	e, ok := v.model.entry(id.Row)
+	if !ok {
+		return
+	}
+	if id.Col == colPick {
+		c.text.Hide()
+		c.check.Show()
+		runID := e.ID
+		c.check.OnChanged = nil
+		c.check.SetChecked(v.model.picked[runID])
+		c.check.OnChanged = func(on bool) { v.Pick(runID, on) }
+		return
+	}
+	c.check.Hide()
+	c.text.Show()
+	c.text.Importance = widget.MediumImportance
+	if id.Col == colState {
+		c.text.Importance = stateImportance(e.State)
+	}
+	c.text.TextStyle.Monospace = id.Col == colID
+	c.text.SetText(v.model.cellText(e, id.Col)) // refreshes with the style above
+}
+
+// stateImportance colours a state's text like its chip.
+func stateImportance(s engine.State) widget.Importance {
+	switch s {
+	case engine.Succeeded:
+		return widget.SuccessImportance
+	case engine.Failed:
+		return widget.DangerImportance
+	case engine.Running:
+		return widget.HighImportance
+	case engine.Cancelled:
+		return widget.LowImportance
+	}
+	return widget.MediumImportance
+}
+
+// onDelete asks, then deletes the picked runs.
+func (v *ArchiveView) onDelete() {
+	runs := v.model.pickedRuns()
+	if len(runs) == 0 {
+		return
+	}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	msg := fmt.Sprintf("Delete %d runs with their metrics, logs and outputs? This cannot be undone.", len(ids))
+	if len(ids) == 1 {
+		msg = "Delete run " + ids[0] + " with its metrics, logs and outputs? This cannot be undone."
+	}
+	v.confirm("Delete runs?", msg, func(ok bool) {
+		if !ok {
+			return
+		}
+		v.delete.Disable()
+		go func() {
+			var errs []error
+			for _, id := range ids {
+				if err := v.backend.DeleteRun(context.Background(), id); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			err := errors.Join(errs...)
+			if err != nil && v.win != nil {
+				fyne.Do(func() { dialog.ShowError(fmt.Errorf("some runs were not deleted: %w", err), v.win) })
+			}
+			v.Reload(context.Background())
+			if v.deleted != nil {
+				v.deleted <- err
+			}
+		}()
+	})
+}
+
+// Compare opens the picked runs side by side: their curves of one metric
+// overlaid, and the parameters that differ between them.
+func (v *ArchiveView) Compare() {
+	runs := v.model.pickedRuns()
+	if len(runs) < 2 {
+		return
+	}
+	cv := newCompareView(v.backend, runs)
+	v.compareView = cv
+	if v.win == nil {
+		v.loadCompare(cv)
+		return
+	}
+	d := dialog.NewCustom(fmt.Sprintf("Compare %d runs", len(runs)), "Close", cv.content, v.win)
+	d.Resize(fyne.NewSize(1000, 740))
+	d.Show()
+	v.loadCompare(cv)
+}
+
+// compareView overlays several runs' curves of one metric and lists the
+// parameters that differ.
+type compareView struct {
+	backend Backend
+	runs    []engine.ArchiveEntry
+	picker  *widget.Select
+	logY    *widget.Check
+	curve   *canvas.Image
+	diff    *widget.Table
+	rows    [][]string // the diff table: a header row, then one row per parameter
+	content fyne.CanvasObject
+	loading bool
+}
+
+func newCompareView(b Backend, runs []engine.ArchiveEntry) *compareView {
+	c := &compareView{backend: b, runs: runs}
+	c.rows = paramDiff(runs)
+	c.curve = canvas.NewImageFromImage(nil)
+	c.curve.FillMode = canvas.ImageFillContain
+	c.curve.SetMinSize(fyne.NewSize(curveWidth*1.4, curveHeight*1.15))
+	c.picker = widget.NewSelect(nil, func(string) {
+		if !c.loading {
+			go c.draw(context.Background())
+		}
+	})
+	c.logY = widget.NewCheck("log y", func(bool) { go c.draw(context.Background()) })
+	c.diff = widget.NewTableWithHeaders(func() (int, int) {
+		if len(c.rows) == 0 {
+			return 0, 0
+		}
+		return len(c.rows) - 1, len(c.rows[0])
+	}, func() fyne.CanvasObject {
+		l := widget.NewLabel("")
+		l.Truncation = fyne.TextTruncateEllipsis
+		return l
+	}, func(id widget.TableCellID, o fyne.CanvasObject) {
+		o.(*widget.Label).SetText(c.rows[id.Row+1][id.Col])
+	})
+	c.diff.ShowHeaderColumn = false
+	c.diff.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		if len(c.rows) > 0 && id.Col >= 0 && id.Col < len(c.rows[0]) {
+			o.(*widget.Label).SetText(c.rows[0][id.Col])
+		}
+	}
+	for col := range len(runs) + 1 {
+		c.diff.SetColumnWidth(col, 150)
+	}
+	diffTitle := heading("Parameters that differ")
+	var diffBody fyne.CanvasObject = c.diff
+	if len(c.rows) <= 1 {
+		diffBody = widget.NewLabel("The runs have the same parameters.")
+	}
+	top := container.NewBorder(nil, nil, heading("Curve"), container.NewHBox(c.logY, c.picker), nil)
+	split := container.NewVSplit(container.NewBorder(top, nil, nil, nil, c.curve), container.NewBorder(diffTitle, nil, nil, nil, diffBody))
+	split.Offset = 0.6
+	c.content = split
+	return c
+}
+
+// load finds the metrics the runs share and draws the first one.
+func (c *compareView) load(ctx context.Context) {
+	seen := map[string]bool{}
+	var names []string
+	for _, r := range c.runs {
+		pts, err := c.backend.LastMetrics(ctx, r.ID)
+		if err != nil {
+			continue
+		}
+		for _, p := range pts {
+			if n := metricName(p); !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	choice := ""
+	if obj := c.runs[0].Objective; obj != "" {
+		for _, n := range names {
+			if strings.HasSuffix(n, "/"+obj) {
+				choice = n
+				break
+			}
+		}
+	}
+	if choice == "" && len(names) > 0 {
+		var pts []engine.Point
+		for _, n := range names {
+			st, key, _ := strings.Cut(n, "/")
+			pts = append(pts, engine.Point{Stage: st, Key: key})
+		}
+		st, key := pickMetric(pts, "")
+		choice = st + "/" + key
+	}
+	fyne.DoAndWait(func() {
+		c.loading = true
+		c.picker.Options = names
+		c.picker.SetSelected(choice)
+		c.loading = false
+	})
+	c.draw(ctx)
+}
+
+// draw renders the chosen metric of every run on one chart.
+func (c *compareView) draw(ctx context.Context) {
+	var name string
+	var logY bool
+	fyne.DoAndWait(func() { name, logY = c.picker.Selected, c.logY.Checked })
+	img, err := renderCompare(ctx, c.backend, c.runs, name, logY, isDark())
+	if err != nil {
+		return
+	}
+	fyne.Do(func() {
+		c.curve.Image = img
+		c.curve.Refresh()
+	})
+}
+
+// renderCompare draws one metric ("stage/key") of several runs overlaid.
+func renderCompare(ctx context.Context, b Backend, runs []engine.ArchiveEntry, name string, logY, dark bool) (image.Image, error) {
+	stage, key, ok := strings.Cut(name, "/")
+	if !ok {
+		return nil, fmt.Errorf("no metric chosen")
+	}
+	series := make([]plot.Series, 0, len(runs))
+	for _, r := range runs {
+		pts, err := b.Series(ctx, r.ID, stage, key)
+		if err != nil {
+			return nil, fmt.Errorf("read %s of run %s: %w", name, r.ID, err)
+		}
+		s := plot.Series{Name: seriesLabel(r), X: make([]float64, len(pts)), Y: make([]float64, len(pts))}
+		for i, p := range pts {
+			s.X[i], s.Y[i] = float64(p.Step), p.Value
+		}
+		series = append(series, s)
+	}
+	out, err := plot.Render(series, plot.Options{Title: stage + " · " + key, XLabel: "step", Width: curveWidth * 1.4, Height: curveHeight * 1.15,
+		Dark: dark, DPI: 144, LogY: logY}, "png")
+	if err != nil {
+		return nil, err
+	}
+	return png.Decode(bytes.NewReader(out))
+}
+
+// seriesLabel names a run in a compare chart's legend and the diff
+// table's header: its ID without the date ("194640-5e1879" for
+// "20261129-194640-5e1879"), which the runs compared mostly share.
+func seriesLabel(r engine.ArchiveEntry) string {
+	if _, rest, ok := strings.Cut(r.ID, "-"); ok && strings.Contains(rest, "-") {
+		return rest
+	}
+	return r.ID
+}
+
+// paramDiff is the parameters that differ between runs, as table rows: a
+// header ("parameter", then each run's short ID), then one row per
+// parameter, sorted by name. A parameter one run lacks shows as "—".
+func paramDiff(runs []engine.ArchiveEntry) [][]string {
+	head := []string{"parameter"}
+	names := map[string]bool{}
+	for _, r := range runs {
+		head = append(head, seriesLabel(r))
+		for k := range r.Params {
+			names[k] = true
+		}
+	}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	rows := [][]string{head}
+	for _, k := range keys {
+		row := []string{k}
+		differ := false
+		for i, r := range runs {
+			val := "—"
+			if x, ok := r.Params[k]; ok {
+				val = formatParam(x)
+			}
+			row = append(row, val)
+			if i > 0 && val != row[1] {
+				differ = true
+			}
+		}
+		if differ {
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// formatParam writes a parameter value the way templates do, with floats
+// that JSON decoded from integers kept short.
+func formatParam(x any) string {
+	if f, ok := x.(float64); ok && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return template.FormatValue(x)
+}

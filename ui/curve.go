@@ -49,13 +49,14 @@ type curveCache struct {
 }
 
 // renderCurve draws one metric of a run with plot.Render, themed like the
-// window, and decodes it for a canvas.Image.
-func (c *curveCache) renderCurve(ctx context.Context, b Backend, runID, stage, key string, dark bool) (image.Image, error) {
+// window, and decodes it for a canvas.Image. logY draws the Y axis on a
+// log scale (points <= 0 drop out of it).
+func (c *curveCache) renderCurve(ctx context.Context, b Backend, runID, stage, key string, dark, logY bool) (image.Image, error) {
 	pts, err := b.Series(ctx, runID, stage, key)
 	if err != nil {
 		return nil, fmt.Errorf("read %s/%s: %w", stage, key, err)
 	}
-	id := fmt.Sprintf("%s|%s|%s|%t|%d", runID, stage, key, dark, len(pts))
+	id := fmt.Sprintf("%s|%s|%s|%t|%t|%d", runID, stage, key, dark, logY, len(pts))
 	if len(pts) > 0 {
 		last := pts[len(pts)-1]
 		id += fmt.Sprintf("|%d|%g", last.Step, last.Value)
@@ -73,7 +74,7 @@ func (c *curveCache) renderCurve(ctx context.Context, b Backend, runID, stage, k
 		xs[i], ys[i] = float64(p.Step), p.Value
 	}
 	out, err := plot.Render([]plot.Series{{Name: key, X: xs, Y: ys}},
-		plot.Options{Title: stage + " · " + key, XLabel: "step", Width: curveWidth, Height: curveHeight, Dark: dark, DPI: 144}, "png")
+		plot.Options{Title: stage + " · " + key, XLabel: "step", Width: curveWidth, Height: curveHeight, Dark: dark, DPI: 144, LogY: logY}, "png")
 	if err != nil {
 		return nil, err
 	}

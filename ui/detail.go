@@ -10,6 +10,8 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"niuma/engine"
@@ -30,7 +32,22 @@ type runDetail struct {
 	curveBox  *fyne.Container
 	onMetric  func(name string) // the user picked another curve
 	onDismiss func(id int64)    // the user dismissed an anomaly
-	picking   bool              // the picker is being filled, not chosen from
+	// onRetryFix, when set, opens the wizard on the run with an anomaly's
+	// fix applied; run-scope anomalies get a button for it.
+	onRetryFix func(fixed engine.RunInfo, changes []string)
+	picking    bool          // the picker is being filled, not chosen from
+	logY       *widget.Check // the curve's Y axis on a log scale
+	onLogY     func(on bool)
+
+	// The log pane: a stage picker, a search that keeps matching lines,
+	// and the tail of the stage's latest attempt.
+	logBox     *fyne.Container
+	logStage   *widget.Select
+	logSearch  *widget.Entry
+	logText    *widget.Label
+	logNote    *widget.Label
+	logRaw     string // the tail as read, before the search
+	onLogStage func(stage string)
 }
 
 func newRunDetail() *runDetail {
@@ -50,15 +67,99 @@ func newRunDetail() *runDetail {
 			d.onMetric(name)
 		}
 	})
-	d.curveBox = container.NewVBox(container.NewBorder(nil, nil, heading("Curve"), d.picker), d.curve)
+	d.logY = widget.NewCheck("log y", func(on bool) {
+		if d.onLogY != nil {
+			d.onLogY(on)
+		}
+	})
+	d.curveBox = container.NewVBox(container.NewBorder(nil, nil, heading("Curve"), container.NewHBox(d.logY, d.picker)), d.curve)
 	d.curveBox.Hide()
+	d.logStage = widget.NewSelect(nil, func(stage string) {
+		if !d.picking && d.onLogStage != nil {
+			d.onLogStage(stage)
+		}
+	})
+	d.logSearch = widget.NewEntry()
+	d.logSearch.SetPlaceHolder("Show lines containing…")
+	d.logSearch.OnChanged = func(string) { d.refreshLog() }
+	d.logText = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	d.logNote = widget.NewLabel("")
+	d.logNote.Importance = widget.LowImportance
+	logScroll := container.NewScroll(d.logText)
+	logScroll.SetMinSize(fyne.NewSize(curveWidth, logHeight))
+	d.logBox = container.NewVBox(
+		container.NewBorder(nil, nil, heading("Log"), d.logStage, d.logSearch),
+		d.logNote, logScroll)
+	d.logBox.Hide()
 	d.content = container.NewVScroll(container.NewVBox(
-		d.title, d.info, d.curveBox,
+		d.title, d.info, d.curveBox, d.logBox,
 		widget.NewSeparator(), heading("Anomalies"), d.anomalies,
 		widget.NewSeparator(), heading("Stages"), d.stages,
 		widget.NewSeparator(), heading("Metrics (last value)"), d.metrics,
 	))
 	return d
+}
+
+// latestGPUs is the GPUs the stage's latest attempt ran on.
+func latestGPUs(s engine.StageInfo) []string {
+	if len(s.History) == 0 {
+		return nil
+	}
+	latest := s.History[0]
+	for _, a := range s.History[1:] {
+		if a.Number > latest.Number {
+			latest = a
+		}
+	}
+	return latest.GPUs
+}
+
+// runGPUs is every GPU the run's stages last ran on, each once, in the
+// order the stages first used them.
+func runGPUs(stages []engine.StageInfo) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range stages {
+		for _, g := range latestGPUs(s) {
+			if !seen[g] {
+				seen[g] = true
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// logHeight is the log pane's height, in points: about 15 lines show at
+// once, the rest scroll.
+const logHeight = 240
+
+// showLog shows the log pane's stage choices and tail.
+func (d *runDetail) showLog(selected bool, l logView) {
+	if !selected {
+		d.logBox.Hide()
+		return
+	}
+	d.picking = true
+	d.logStage.SetOptions(l.stages)
+	d.logStage.SetSelected(l.stage)
+	d.picking = false
+	d.logRaw = l.text
+	d.logNote.SetText(l.note)
+	d.refreshLog()
+	d.logBox.Show()
+}
+
+// refreshLog shows the tail through the search.
+func (d *runDetail) refreshLog() {
+	shown := filterLog(d.logRaw, d.logSearch.Text)
+	switch {
+	case d.logRaw != "" && shown == "":
+		d.logNote.SetText("No line contains " + strconv.Quote(d.logSearch.Text) + ".")
+	case d.logRaw != "":
+		d.logNote.SetText("")
+	}
+	d.logText.SetText(strings.TrimSuffix(shown, "\n"))
 }
 
 func heading(s string) *widget.Label {
@@ -81,6 +182,9 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 		"Parameters: " + strings.Join(r.ParamPairs(), ", "),
 		fmt.Sprintf("Seed %d · priority %d · executor %s", r.Seed, r.Priority, r.Executor),
 	}
+	if gpus := runGPUs(r.Stages); len(gpus) > 0 {
+		lines = append(lines, "GPUs: "+strings.Join(gpus, ", "))
+	}
 	if r.Error != "" {
 		lines = append(lines, "Why it failed: "+r.Error)
 	}
@@ -101,7 +205,11 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 			}
 			took = end.Sub(s.StartedAt).Round(100 * time.Millisecond).String()
 		}
-		line := widget.NewLabel(fmt.Sprintf("attempt %d/%d · exit %s · %s", s.Attempts, s.MaxAttempts, exit, took))
+		text := fmt.Sprintf("attempt %d/%d · exit %s · %s", s.Attempts, s.MaxAttempts, exit, took)
+		if gpus := latestGPUs(s); len(gpus) > 0 {
+			text += " · GPU " + strings.Join(gpus, ",")
+		}
+		line := widget.NewLabel(text)
 		row := container.NewHBox(container.NewCenter(chip(s.Name, s.State)), line)
 		rows = append(rows, row)
 		if s.Reason != "" {
@@ -151,6 +259,10 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 			fix.Wrapping = fyne.TextWrapWord
 			fix.Importance = widget.LowImportance
 			arows = append(arows, fix)
+		}
+		if fixed, changes, ok := retryFix(*r, a.Kind); ok && !dismissed && d.onRetryFix != nil {
+			retry := widget.NewButtonWithIcon("Retry with the fix", theme.ViewRefreshIcon(), func() { d.onRetryFix(fixed, changes) })
+			arows = append(arows, container.NewHBox(layout.NewSpacer(), retry))
 		}
 	}
 	if len(arows) == 0 {

@@ -48,6 +48,9 @@ type Backend interface {
 	Archive(ctx context.Context) ([]engine.ArchiveEntry, error)
 	// DeleteRun removes a finished run and its folder.
 	DeleteRun(ctx context.Context, id string) error
+	// LogTail is the last lines of one attempt's stdout and stderr, for
+	// the run view's log pane.
+	LogTail(ctx context.Context, runID, stage string, attempt, lines int) (string, error)
 }
 
 // Launcher prepares the run the "New run" action submits.
@@ -85,7 +88,10 @@ type MainView struct {
 	query    *widget.Entry  // search: template, ID or parameter text
 	stateSel *widget.Select // filter by state
 	metric   string         // the curve the user picked, "stage/key"
+	logY     bool           // the curve's Y axis is logarithmic
 	curves   curveCache
+	logStage string   // the stage whose log the user picked
+	logs     logCache // the last log tail read
 
 	reloads chan struct{}
 
@@ -121,6 +127,18 @@ func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
 	v.detail.onMetric = func(name string) {
 		v.mu.Lock()
 		v.metric = name
+		v.mu.Unlock()
+		v.requestReload()
+	}
+	v.detail.onLogY = func(on bool) {
+		v.mu.Lock()
+		v.logY = on
+		v.mu.Unlock()
+		v.requestReload()
+	}
+	v.detail.onLogStage = func(stage string) {
+		v.mu.Lock()
+		v.logStage = stage
 		v.mu.Unlock()
 		v.requestReload()
 	}
@@ -219,6 +237,7 @@ type snapshot struct {
 	curve     image.Image // the chosen metric of the selected run
 	curveKey  string      // its "stage/key"
 	anomalies []engine.AnomalyInfo
+	log       logView // the log pane's stage and text
 	err       error
 }
 
@@ -237,12 +256,13 @@ func (v *MainView) Reload(ctx context.Context) {
 			s.metrics, _ = v.backend.LastMetrics(ctx, sel)
 			s.anomalies, _ = v.backend.Anomalies(ctx, sel)
 			v.mu.Lock()
-			chosen := v.metric
+			chosen, logY, logStage := v.metric, v.logY, v.logStage
 			v.mu.Unlock()
 			if st, key := pickMetric(s.metrics, chosen); key != "" {
 				s.curveKey = st + "/" + key
-				s.curve, _ = v.curves.renderCurve(ctx, v.backend, sel, st, key, isDark())
+				s.curve, _ = v.curves.renderCurve(ctx, v.backend, sel, st, key, isDark(), logY)
 			}
+			s.log = v.logs.read(ctx, v.backend, r, logStage)
 		}
 	}
 	fyne.Do(func() { v.apply(s) })
@@ -263,8 +283,13 @@ func (v *MainView) apply(s snapshot) {
 	} else {
 		v.clone.Disable()
 	}
+	v.detail.onRetryFix = nil // no wizard to open: no button
+	if v.OnClone != nil {
+		v.detail.onRetryFix = v.onRetryFix
+	}
 	v.detail.show(s.sel, s.metrics, s.anomalies)
 	v.detail.showCurve(s.sel != nil, s.metrics, s.curveKey, s.curve)
+	v.detail.showLog(s.sel != nil, s.log)
 	if s.sel != nil && !s.sel.State.Done() && !s.sel.CancelRequested {
 		v.cancel.Enable()
 	} else {
@@ -374,6 +399,13 @@ func (v *MainView) onNewRun() {
 		})
 		v.requestReload()
 	}()
+}
+
+// onRetryFix opens the wizard on a run with an anomaly's fix applied, for
+// the user to check and launch.
+func (v *MainView) onRetryFix(fixed engine.RunInfo, changes []string) {
+	v.OnClone(fixed)
+	v.status.SetText(retryNote(changes))
 }
 
 // onDismiss marks an anomaly of the selected run as seen.

@@ -32,6 +32,8 @@ type fakeBackend struct {
 	archive   []engine.ArchiveEntry     // what Archive returns, when set
 	deleted   []string
 	bySeries  map[string][]engine.Point // Series by "runID/stage/key", when set
+	logs      map[string]string         // LogTail by "runID/stage/attempt"
+	logReads  []string                  // the LogTail calls, as "runID/stage/attempt"
 }
 
 func (f *fakeBackend) Series(_ context.Context, runID, stage, key string) ([]engine.Point, error) {
@@ -297,4 +299,11 @@ func TestSearchAndStateFilterTheRunsList(t *testing.T) {
 		})
 	}
 	require.Equal(t, "3 runs: 1 running, 1 succeeded, 1 failed", v.status.Text, "the status counts every run")
+}
+
+func (f *fakeBackend) LogTail(_ context.Context, runID, stage string, attempt, lines int) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.logReads = append(f.logReads, fmt.Sprintf("%s/%s/%d", runID, stage, attempt))
+	return f.logs[fmt.Sprintf("%s/%s/%d", runID, stage, attempt)], nil
 }

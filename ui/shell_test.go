@@ -83,7 +83,7 @@ func BenchmarkRunCurve(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		var c curveCache
-		if _, err := c.renderCurve(ctx, fb, "r1", "train", "loss", true); err != nil {
+		if _, err := c.renderCurve(ctx, fb, "r1", "train", "loss", true, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -93,12 +93,12 @@ func TestCurveCacheSkipsUnchangedSeries(t *testing.T) {
 	test.NewTempApp(t)
 	fb := &fakeBackend{series: []engine.Point{{Stage: "train", Key: "loss", Step: 0, Value: 1}, {Stage: "train", Key: "loss", Step: 1, Value: 0.5}}}
 	var c curveCache
-	a, err := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false)
+	a, err := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false, false)
 	require.NoError(t, err)
-	again, _ := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false)
+	again, _ := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false, false)
 	require.Same(t, a, again, "no new point: the same image")
 	fb.series = append(fb.series, engine.Point{Stage: "train", Key: "loss", Step: 2, Value: 0.3})
-	fresh, _ := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false)
+	fresh, _ := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false, false)
 	require.NotSame(t, a, fresh, "a new point: drawn again")
 }
 

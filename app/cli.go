@@ -109,7 +109,7 @@ Usage:
   niuma engine [--until-idle]   drive queued and running runs in the foreground
   niuma version
 
-RUN is a run ID or any unique prefix of one. Data lives in $NIUMA_HOME
+RUN is a run ID, a unique prefix, or a unique end of one. Data lives in $NIUMA_HOME
 (default ~/.local/share/niuma).
 `
 

@@ -34,7 +34,7 @@ func (c *cli) report(ctx context.Context, args []string) error {
 		return exitError{code: 2}
 	}
 	if len(pos) == 0 {
-		return exitError{code: 2, msg: "report needs at least one RUN (an ID or a unique prefix; see `niuma ls`)"}
+		return exitError{code: 2, msg: "report needs at least one RUN (an ID, a unique prefix or its last part; see `niuma ls`)"}
 	}
 	if len(pos) > report.MaxRuns {
 		return exitError{code: 2, msg: fmt.Sprintf("report takes at most %d runs, not %d", report.MaxRuns, len(pos))}

@@ -56,7 +56,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	}
 	vals, err := t.Resolve(values)
 	if err != nil {
-		return fmt.Errorf("--set: %w", err)
+		return exitError{code: 2, msg: oneLine(fmt.Errorf("--set: %w", err))}
 	}
 
 	s, err := open(c.err)

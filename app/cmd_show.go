@@ -147,7 +147,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		return exitError{code: 2}
 	}
 	if len(pos) != 1 {
-		return exitError{code: 2, msg: "show needs one RUN (an ID or a unique prefix; see `niuma ls`)"}
+		return exitError{code: 2, msg: "show needs one RUN (an ID, a unique prefix or its last part; see `niuma ls`)"}
 	}
 	s, err := open(c.err)
 	if err != nil {

@@ -293,7 +293,8 @@ func (e *Engine) Cancel(ctx context.Context, idOrPrefix string) error {
 	return nil
 }
 
-// ResolveID turns a run ID or a unique prefix of one into the full ID.
+// ResolveID turns a run ID, a unique prefix or a unique end of one into
+// the full ID.
 func (e *Engine) ResolveID(ctx context.Context, idOrPrefix string) (string, error) {
 	id, err := e.store.ResolveRunID(ctx, idOrPrefix)
 	switch {

@@ -211,18 +211,29 @@ func changeValue(v float64, expr string) (float64, error) {
 	}
 	switch expr[0] {
 	case '*':
-		return v * x, nil
+		return tidy(v * x), nil
 	case '/':
 		if x == 0 {
 			return 0, fmt.Errorf("%q divides by zero", expr)
 		}
-		return v / x, nil
+		return tidy(v / x), nil
 	case '+':
-		return v + x, nil
+		return tidy(v + x), nil
 	case '-':
-		return v - x, nil
+		return tidy(v - x), nil
 	}
 	return 0, fmt.Errorf("%q: unknown operator %q: use *, /, + or -", expr, expr[0])
+}
+
+// tidy rounds away binary noise (0.1×0.1 = 0.010000000000000002) to 12
+// significant digits, so a changed learning rate reads as a person would
+// write it, in params.json, `niuma show` and the anomaly's message.
+func tidy(f float64) float64 {
+	t, err := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 12, 64), 64)
+	if err != nil {
+		return f
+	}
+	return t
 }
 
 func literal(s string) any {

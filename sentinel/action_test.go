@@ -107,3 +107,16 @@ func TestParsePolicyRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestChangedValuesReadAsWritten(t *testing.T) {
+	got, changes, err := sentinel.ApplyChanges(map[string]any{"lr": 0.1}, map[string]string{"lr": "*0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["lr"] != 0.01 {
+		t.Errorf("lr = %v, want 0.01 (not 0.010000000000000002)", got["lr"])
+	}
+	if !reflect.DeepEqual(changes, []string{"lr: 0.1 → 0.01"}) {
+		t.Errorf("changes = %q", changes)
+	}
+}

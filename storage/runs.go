@@ -134,20 +134,18 @@ func (db *DB) ResolveRunID(ctx context.Context, prefix string) (string, error) {
 		where += ` AND id < ?`
 		args = append(args, upper)
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE `+where+` ORDER BY id LIMIT 6`, args...)
+	ids, err := db.matchIDs(ctx, where, args)
 	if err != nil {
 		return "", fmt.Errorf("resolve run id %q: %w", prefix, err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		if err := rows.Scan(&id); err != nil {
+	if len(ids) == 0 {
+		// Not a prefix: an ID's end (its random part, as the window shows
+		// it) names a run as well, and is what people copy.
+		esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(prefix)
+		where, args = `id LIKE ? ESCAPE '\'`, []any{"%" + esc}
+		if ids, err = db.matchIDs(ctx, where, args); err != nil {
 			return "", fmt.Errorf("resolve run id %q: %w", prefix, err)
 		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("resolve run id %q: %w", prefix, err)
 	}
 	switch len(ids) {
 	case 0:
@@ -170,6 +168,24 @@ func (db *DB) ResolveRunID(ctx context.Context, prefix string) (string, error) {
 
 // prefixUpperBound returns the smallest string greater than every string
 // that starts with p (byte-wise), or false if there is none.
+// matchIDs returns up to 6 run IDs matching a WHERE clause, in order.
+func (db *DB) matchIDs(ctx context.Context, where string, args []any) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE `+where+` ORDER BY id LIMIT 6`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
 func prefixUpperBound(p string) (string, bool) {
 	b := []byte(p)
 	for i := len(b) - 1; i >= 0; i-- {

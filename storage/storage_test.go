@@ -363,6 +363,11 @@ func TestResolveRunID(t *testing.T) {
 			msg: []string{"20261129-175700-3f2a", "20261129-175700-3f2b", "matches 2 runs"}},
 		{name: "ambiguous prefix lists five and counts the rest", prefix: "20261130", wantErr: ErrAmbiguous,
 			msg: []string{"matches 6 runs", "20261130-090000-0005", "and 1 more"}},
+		{name: "unique end of an id", prefix: "aaaa", want: "20261129-180000-aaaa"},
+		{name: "end with its time, as the window shows it", prefix: "175700-3f2b", want: "20261129-175700-3f2b"},
+		{name: "ambiguous end", prefix: "3f2", wantErr: ErrNotFound},
+		{name: "an end that matches several", prefix: "0-0001", want: "20261130-090000-0001"},
+		{name: "LIKE wildcards are literal", prefix: "%", wantErr: ErrNotFound},
 		{name: "no match", prefix: "2027", wantErr: ErrNotFound},
 		{name: "empty", prefix: "", wantErr: ErrNotFound},
 	}

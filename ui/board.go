@@ -369,8 +369,8 @@ type gpuCardView struct {
 	bg     *canvas.Rectangle
 	title  *widget.Label
 	sim    fyne.CanvasObject
-	util   *widget.ProgressBar
-	mem    *widget.ProgressBar
+	util   *meter
+	mem    *meter
 	stats  *widget.Label
 	spark  *canvas.Raster
 	hist   []float64 // drawn by spark
@@ -389,10 +389,8 @@ func newGPUCardView() *gpuCardView {
 	c.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	c.title.Truncation = fyne.TextTruncateEllipsis
 	c.sim = tag("simulated", accent)
-	c.util = widget.NewProgressBar()
-	c.util.TextFormatter = func() string { return c.utilT }
-	c.mem = widget.NewProgressBar()
-	c.mem.TextFormatter = func() string { return c.memT }
+	c.util = newMeter()
+	c.mem = newMeter()
 	c.stats = widget.NewLabel("")
 	c.spark = canvas.NewRaster(func(w, h int) image.Image { return sparkline(c.hist, w, h, accent) })
 	c.spark.SetMinSize(fyne.NewSize(100, 26))
@@ -422,8 +420,8 @@ func (c *gpuCardView) set(m gpuCardModel, hist []float64) {
 		c.sim.Hide()
 	}
 	c.utilT, c.memT = m.utilText, m.memText
-	c.util.SetValue(clamp01(m.util))
-	c.mem.SetValue(clamp01(m.mem))
+	c.util.Set(m.util, m.utilText)
+	c.mem.Set(m.mem, m.memText)
 	c.stats.SetText(m.temp + " · " + m.power)
 	c.runs.SetText(m.runs)
 	if m.health != "" {

@@ -321,7 +321,11 @@ func (c *cli) cancel(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.close()
-	for _, id := range pos {
+	for _, ref := range pos {
+		id, err := s.engine.ResolveID(ctx, ref)
+		if err != nil {
+			return err
+		}
 		if err := s.engine.Cancel(ctx, id); err != nil {
 			return err
 		}

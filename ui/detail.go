@@ -186,7 +186,11 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 		lines = append(lines, "GPUs: "+strings.Join(gpus, ", "))
 	}
 	if r.Error != "" {
-		lines = append(lines, "Why it failed: "+r.Error)
+		why := "Why it failed: "
+		if r.State != engine.Failed {
+			why = "Note: "
+		}
+		lines = append(lines, why+r.Error)
 	}
 	d.info.SetText(strings.Join(lines, "\n"))
 

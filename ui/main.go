@@ -12,7 +12,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -463,9 +462,11 @@ func newRunRow() fyne.CanvasObject {
 	}
 	r.sub.Importance = widget.LowImportance
 	r.sub.SizeName = theme.SizeNameCaptionText
-	left := container.NewVBox(container.NewHBox(r.title, container.NewCenter(r.state)), r.sub)
-	right := container.NewVBox(container.NewHBox(layout.NewSpacer(), r.chips), container.NewHBox(layout.NewSpacer(), r.elapsed))
-	r.box = container.NewBorder(nil, nil, left, right)
+	r.sub.Truncation = fyne.TextTruncateEllipsis
+	// The second line (ID and parameters) takes the row's whole width, so
+	// that the parameters telling a sweep's runs apart have room.
+	head := container.NewBorder(nil, nil, container.NewHBox(r.title, container.NewCenter(r.state)), container.NewCenter(r.chips))
+	r.box = container.NewVBox(head, container.NewBorder(nil, nil, nil, r.elapsed, r.sub))
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -474,7 +475,8 @@ func (r *runRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleR
 
 func (r *runRow) set(info engine.RunInfo, now time.Time) {
 	r.title.SetText(info.Template)
-	r.sub.SetText(info.ID)
+	// The parameters tell the runs of a sweep apart.
+	r.sub.SetText(strings.Join(append([]string{info.ID}, info.ParamPairs()...), " · "))
 	r.state.Objects = []fyne.CanvasObject{chip(string(info.State), info.State)}
 	r.state.Refresh()
 	r.chips.Objects = stageChips(info.Stages)

@@ -85,15 +85,7 @@ func TestDockerRunSurvivesAnEngineRestart(t *testing.T) {
 	info, err := first.Submit(context.Background(), RunSpec{Template: tm, Executor: "docker"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(info.Dir, "a", "go"), nil, 0o644) })
-	sub := first.Subscribe(256)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	waitFor(t, ctx, first, sub, info.ID, func(RunInfo) bool {
-		n, _ := first.MetricCount(context.Background(), info.ID)
-		_, err := os.Stat(filepath.Join(info.Dir, "a", "ready"))
-		return n == 2 && err == nil
-	})
-	sub.Close()
+	waitHolding(t, first, info, 2, 60*time.Second)
 	stopFirst() // the engine goes; the container stays
 
 	second := h.dockerEngine()

@@ -328,15 +328,7 @@ stages:
 	require.NoError(t, err)
 	// However the test ends, the stage's wait loop ends with it.
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(info.Dir, "a", "go"), nil, 0o644) })
-	sub := first.Subscribe(256)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	waitFor(t, ctx, first, sub, info.ID, func(RunInfo) bool {
-		n, _ := first.MetricCount(context.Background(), info.ID)
-		_, err := os.Stat(filepath.Join(info.Dir, "a", "ready"))
-		return n == 2 && err == nil
-	})
-	sub.Close()
+	waitHolding(t, first, info, 2, 30*time.Second)
 	stopFirst()
 
 	r, err := first.Run(context.Background(), info.ID)
@@ -556,4 +548,19 @@ stages:
 			}
 		})
 	}
+}
+
+// waitHolding waits until stage a of a run has stored points metric points
+// and written a/ready: it is running, and holds until a/go appears.
+func waitHolding(t *testing.T, e *Engine, info RunInfo, points int, timeout time.Duration) {
+	t.Helper()
+	sub := e.Subscribe(256)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	waitFor(t, ctx, e, sub, info.ID, func(RunInfo) bool {
+		n, _ := e.MetricCount(context.Background(), info.ID)
+		_, err := os.Stat(filepath.Join(info.Dir, "a", "ready"))
+		return n == points && err == nil
+	})
 }

@@ -16,6 +16,11 @@ var ErrGone = errors.New("attempt is gone")
 // error as its reason, instead of failing it.
 var ErrUnavailable = errors.New("backend not reachable")
 
+// ErrNotLaunched is returned by Recover when nothing carrying the attempt's
+// Token exists and nothing ever ran under it (no pid file, no container, no
+// job): the engine may launch the attempt now, exactly once.
+var ErrNotLaunched = errors.New("attempt was never launched")
+
 // GPU is one device assigned to an attempt by the shepherd.
 type GPU struct {
 	Index int
@@ -29,6 +34,12 @@ type Job struct {
 	RunID   string
 	Stage   string
 	Attempt int
+	// Token is the attempt's identity, chosen and stored by the engine
+	// before the attempt is launched. A backend names what it launches by
+	// it (a container name, a Slurm job name, an environment variable its
+	// processes inherit), so that a later owner can find the attempt even
+	// when Niuma died before it learnt the attempt's Ref.
+	Token string
 
 	Argv []string          // the command, already expanded; never passed to a shell
 	Env  map[string]string // NIUMA_* contract variables and the template's env
@@ -116,8 +127,10 @@ type Executor interface {
 	// Start launches the attempt and returns once it is running.
 	Start(ctx context.Context, job Job) (Handle, error)
 	// Recover re-attaches to an attempt an earlier Niuma process started,
-	// from the Ref it persisted. It returns ErrGone when the attempt no
-	// longer exists and its outcome is unknown.
+	// from the Ref it persisted, or from job.Token alone when ref is "" (the
+	// owner died between recording the attempt and learning its Ref). It
+	// returns ErrNotLaunched when nothing was ever launched under the token,
+	// and ErrGone when the attempt existed but is gone without a status.
 	Recover(ctx context.Context, job Job, ref string) (Handle, error)
 }
 

@@ -39,7 +39,8 @@ func (t *table) row(cells ...string) {
 
 // maxCell is the most runes of a table cell printed.
 const maxCell = 1000
-func (t *table) flush() error        { return t.w.Flush() }
+
+func (t *table) flush() error { return t.w.Flush() }
 
 // number marshals a metric value; JSON has no NaN or Infinity, so those
 // become the strings "NaN", "+Inf" and "-Inf".

@@ -19,12 +19,16 @@ func Text(s string) string { return escape(s, true) }
 // Cut is String, shortened to at most max runes of s followed by "…" and
 // the length of the whole, so that a megabyte pasted where a name belongs
 // does not fill the screen when a message repeats it.
-func Cut(s string, max int) string {
+func Cut(s string, max int) string { return String(Shorten(s, max)) }
+
+// Shorten is Cut without the escaping, for a caller that quotes (%q)
+// what it repeats.
+func Shorten(s string, max int) string {
 	if max < 1 {
 		max = 1
 	}
 	if utf8.RuneCountInString(s) <= max {
-		return String(s)
+		return s
 	}
 	end, n := 0, 0
 	for i := range s {
@@ -34,7 +38,7 @@ func Cut(s string, max int) string {
 		}
 		n++
 	}
-	return String(s[:end]) + "… (" + Count(len(s)) + " bytes)"
+	return s[:end] + "… (" + Count(len(s)) + " bytes)"
 }
 
 // TooLong says that what (e.g. "name") is longer than max bytes, without

@@ -115,7 +115,8 @@ Usage:
   niuma run TEMPLATE [flags]    launch a run of a template (a bundled name, a
                                 folder under $NIUMA_HOME/templates, or a .yaml path)
       --set NAME=VALUE          set a parameter (repeatable)
-      --executor local|docker   where stages run (default: the template's runtime)
+      --executor local|docker   where stages run (default: the template's runtime; a docker
+                                template waits for its image unless it says fallback: local)
       --priority N              higher runs first (default 0)
       --seed N                  the run's global seed (default: derived from the run's inputs, recorded)
       --allow-duplicate         run even when a run with the same fingerprint already succeeded
@@ -123,8 +124,9 @@ Usage:
       --wait                    block until the run ends; exit non-zero unless it succeeded
   niuma ls [--json] [-n N]      list runs, newest first
   niuma show RUN [--json]       stages, attempts, exit codes and the last value of each metric
-  niuma logs RUN [STAGE] [--follow] [--attempt N]
-                                a stage's output (all stages when STAGE is omitted)
+  niuma logs RUN [STAGE] [--follow] [--attempt N] [--raw]
+                                a stage's output (all stages when STAGE is omitted),
+                                control characters escaped unless --raw
   niuma cancel RUN              stop a run (SIGTERM, then SIGKILL after a grace period)
   niuma dismiss RUN N           mark anomaly #N of a run (from niuma show) as seen
   niuma templates               list the templates you can run

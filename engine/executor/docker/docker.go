@@ -127,6 +127,14 @@ func imageHint(image string) string {
 	return fmt.Sprintf("build or load it here (for the bundled demo: `make demo-image`) or `docker pull %s`; or run on the host with --executor local", image)
 }
 
+// every says a period in words: "minute", else "30s".
+func every(d time.Duration) string {
+	if d == time.Minute {
+		return "minute"
+	}
+	return d.String()
+}
+
 // PrepareImage implements executor.ImagePreparer: nil when the image is
 // here; otherwise it starts a pull (one per image at a time, again after
 // PullRetry when one failed) and says what the stage waits for.
@@ -148,7 +156,7 @@ func (x *Executor) PrepareImage(ctx context.Context, image string) error {
 		case <-p.done:
 			if p.err != nil && time.Since(p.at) < x.PullRetry {
 				return &executor.Waiting{Reason: fmt.Sprintf("image %s is not on this machine and could not be pulled (%v): %s; "+
-					"Niuma tries the pull again every %s", image, p.err, imageHint(image), x.PullRetry)}
+					"Niuma tries the pull again every %s", image, p.err, imageHint(image), every(x.PullRetry))}
 			}
 		default:
 			return &executor.Waiting{Reason: fmt.Sprintf("pulling image %s, which is not on this machine yet", image)}

@@ -21,7 +21,7 @@ type Provenance struct {
 	// ExecutorNote says what the user should know about that choice: why
 	// the run would wait for Docker, or what a host run goes without.
 	ExecutorNote string
-	Inputs      provenance.Inputs
+	Inputs       provenance.Inputs
 }
 
 // ImageDigester is implemented by container backends that can name the

@@ -79,11 +79,12 @@ func MountPath(what, path string, more ...string) error {
 // of the container). more adds system paths.
 func Mount(what, path string, more ...string) error { return mount(what, path, true, more) }
 
-// MountRunDir is Mount for a run's own directory: its contents are the
-// run's (a socket a stage left there is its own), so only the path is
-// checked.
-func MountRunDir(path string, more ...string) error {
-	return mount("the run directory", path, false, more)
+// MountShallow is Mount without looking inside a directory: for a
+// run's own directory, whose contents are the run's (a socket a stage
+// left there is its own), and for a directory whose contents were
+// checked a moment ago.
+func MountShallow(what, path string, more ...string) error {
+	return mount(what, path, false, more)
 }
 
 func mount(what, path string, contents bool, more []string) error {

@@ -155,11 +155,11 @@ func TestPidsLimit(t *testing.T) {
 	require.True(t, Is(err, RulePids), "never unlimited")
 }
 
-func TestMountRunDirChecksOnlyThePath(t *testing.T) {
+func TestMountShallowChecksOnlyThePath(t *testing.T) {
 	run := t.TempDir()
 	l, err := net.Listen("unix", filepath.Join(run, "left-by-a-stage.sock"))
 	require.NoError(t, err)
 	defer l.Close()
-	require.NoError(t, MountRunDir(run), "what a run's stages leave in its directory is the run's own")
-	require.True(t, Is(MountRunDir("/run/niuma"), RuleSystemPath))
+	require.NoError(t, MountShallow("the run directory", run), "what a run's stages leave in its directory is the run's own")
+	require.True(t, Is(MountShallow("the run directory", "/run/niuma"), RuleSystemPath))
 }

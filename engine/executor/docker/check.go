@@ -3,6 +3,7 @@ package docker
 import (
 	"path/filepath"
 	"strings"
+	"time"
 
 	"niuma/engine/executor"
 	"niuma/engine/sandbox"
@@ -31,19 +32,15 @@ func (x *Executor) Check(job executor.Job) error {
 func (x *Executor) check(job executor.Job) (box, error) {
 	more := []string{x.SocketDir}
 	if job.RunDir != "" {
-		if err := sandbox.MountRunDir(job.RunDir, more...); err != nil {
+		if err := sandbox.MountShallow("the run directory", job.RunDir, more...); err != nil {
 			return box{}, err
 		}
 	}
-	if job.CodeDir != "" {
-		if err := sandbox.Mount("the template's directory", job.CodeDir, more...); err != nil {
-			return box{}, err
-		}
+	if err := x.checkMount("the template's directory", job.CodeDir, more); err != nil {
+		return box{}, err
 	}
-	if job.DataDir != "" {
-		if err := sandbox.Mount("the data directory", job.DataDir, more...); err != nil {
-			return box{}, err
-		}
+	if err := x.checkMount("the data directory", job.DataDir, more); err != nil {
+		return box{}, err
 	}
 	var b box
 	for _, c := range job.Container.CapAdd {
@@ -60,6 +57,36 @@ func (x *Executor) check(job executor.Job) (box, error) {
 		return box{}, err
 	}
 	return b, nil
+}
+
+// walkedFor is how long a directory found to hold no socket is not looked
+// through again: a sweep's runs, and each stage of a run, mount the same
+// data, which may hold millions of files. The path itself is checked every
+// time; the container cannot create a socket in it (it is read-only there).
+const walkedFor = 10 * time.Minute
+
+// checkMount applies sandbox.Mount to a code or data directory ("" for
+// none), looking through its contents at most every walkedFor.
+func (x *Executor) checkMount(what, dir string, more []string) error {
+	if dir == "" {
+		return nil
+	}
+	x.mu.Lock()
+	at, seen := x.walked[dir]
+	x.mu.Unlock()
+	if seen && time.Since(at) < walkedFor {
+		return sandbox.MountShallow(what, dir, more...)
+	}
+	if err := sandbox.Mount(what, dir, more...); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	if x.walked == nil {
+		x.walked = map[string]time.Time{}
+	}
+	x.walked[dir] = time.Now()
+	x.mu.Unlock()
+	return nil
 }
 
 // socketDir is the directory of the socket dockerHost (DOCKER_HOST) names:

@@ -48,7 +48,8 @@ type Executor struct {
 	PidsPoll, PidsStuck time.Duration
 
 	mu     sync.Mutex
-	pulls  map[string]*pull // the latest pull of each image
+	pulls  map[string]*pull     // the latest pull of each image
+	walked map[string]time.Time // code and data directories found to hold no socket, and when
 	pingAt time.Time
 	pingOK error
 }

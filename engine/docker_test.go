@@ -117,7 +117,7 @@ func TestDockerUnreachableKeepsStagesQueued(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "docker", info.Executor, "without a daemon a docker template waits for one; it never runs on the host unasked")
 	require.Contains(t, info.ExecutorNote, "Docker daemon not reachable")
-	require.Contains(t, info.ExecutorNote, "the run waits for it")
+	require.Contains(t, info.ExecutorNote, "the run waits for it (or runs on the host with --executor local")
 	sub := e.Subscribe(256)
 	defer sub.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -205,7 +205,7 @@ func TestDockerTemplateWithoutItsImageWaits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "docker", info.Executor, "no silent downgrade")
 	require.Contains(t, info.ExecutorNote, "image "+absent+" is not on this machine: ")
-	require.Contains(t, info.ExecutorNote, "or run on the host with --executor local; the run waits for it")
+	require.Contains(t, info.ExecutorNote, "`docker pull "+absent+"`; the run waits for it (or runs on the host with --executor local, without the container's isolation")
 
 	sub := e.Subscribe(256)
 	defer sub.Close()

@@ -262,7 +262,7 @@ func (e *Engine) chooseExecutor(ctx context.Context, asked string, rt template.R
 	if _, local := e.execs["local"]; local && rt.Fallback == "local" {
 		return "local", reason + "; so it runs on the host, as the template allows (fallback: local), " + withoutContainer
 	}
-	return "docker", reason + "; the run waits for it"
+	return "docker", reason + "; the run waits for it (or runs on the host with --executor local, " + withoutContainer + ")"
 }
 
 // checkSandbox refuses, before anything is written, a run whose executor's

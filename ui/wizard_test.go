@@ -309,7 +309,7 @@ func TestWizardOffersTheHostWhenTheImageIsMissing(t *testing.T) {
 	tm, err := template.Parse("d.yaml", []byte("name: d\nruntime: {kind: docker, image: niuma/x:1}\nstages: [{name: a, command: [/bin/true]}]\n"))
 	require.NoError(t, err)
 	b := &fakeBackend{placement: engine.Provenance{Executor: "docker",
-		ExecutorNote: "image niuma/x:1 is not on this machine: build or load it here (for the bundled demo: `make demo-image`) or `docker pull niuma/x:1`; or run on the host with --executor local; the run waits for it"}}
+		ExecutorNote: "image niuma/x:1 is not on this machine: build or load it here (for the bundled demo: `make demo-image`) or `docker pull niuma/x:1`; the run waits for it (or runs on the host with --executor local)"}}
 	launched := make(chan []string, 1)
 	w := NewWizard(b, []TemplateEntry{{Name: "d", Load: func() (*template.Template, error) { return tm, nil }}}, nil,
 		func(ids []string, err error) { require.NoError(t, err); launched <- ids }, nil)

@@ -125,7 +125,7 @@ func (x *Executor) CheckImage(ctx context.Context, image string) error {
 
 // imageHint says how to get an image, or do without it.
 func imageHint(image string) string {
-	return fmt.Sprintf("build or load it here (for the bundled demo: `make demo-image`) or `docker pull %s`; or run on the host with --executor local", image)
+	return fmt.Sprintf("build or load it here (for the bundled demo: `make demo-image`) or `docker pull %s`", image)
 }
 
 // every says a period in words: "minute", else "30s".
@@ -157,7 +157,7 @@ func (x *Executor) PrepareImage(ctx context.Context, image string) error {
 		case <-p.done:
 			if p.err != nil && time.Since(p.at) < x.PullRetry {
 				return &executor.Waiting{Reason: fmt.Sprintf("image %s is not on this machine and could not be pulled (%v): %s; "+
-					"Niuma tries the pull again every %s", image, p.err, imageHint(image), every(x.PullRetry))}
+					"or run on the host with --executor local (Niuma tries the pull again every %s)", image, p.err, imageHint(image), every(x.PullRetry))}
 			}
 		default:
 			return &executor.Waiting{Reason: fmt.Sprintf("pulling image %s, which is not on this machine yet", image)}

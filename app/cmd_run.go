@@ -116,7 +116,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	stopEngine()
 	<-engineDone
 	if err := s.handOver(c); err != nil {
-		fmt.Fprintln(c.err, "niuma:", err)
+		say(c.err, err.Error())
 	}
 	if werr != nil {
 		if errors.Is(werr, context.Canceled) {
@@ -136,7 +136,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	// The owning engine checks when the run succeeds; checking here too
 	// covers an owner that has not got to it yet (it is raised once).
 	if _, err := s.engine.CheckReproducible(ctx, final.ID); err != nil {
-		fmt.Fprintln(c.err, "niuma:", err)
+		say(c.err, err.Error())
 	}
 	anomalies, err := s.engine.Anomalies(ctx, final.ID)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"niuma/app/fynelocale"
+	"niuma/printable"
 )
 
 // Main runs niuma with the given arguments: no arguments opens the window,
@@ -58,23 +59,50 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "niuma", Version)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "niuma: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(stderr, "niuma: unknown command %q\n\n%s", printable.Shorten(cmd, 64), usage)
 		return 2
 	}
 	var ex exitError
 	switch {
 	case errors.As(err, &ex):
 		if ex.msg != "" {
-			fmt.Fprintln(stderr, "niuma:", ex.msg)
+			say(stderr, ex.msg)
 		}
 		return ex.code
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case err != nil:
-		fmt.Fprintln(stderr, "niuma:", oneLine(err))
+		say(stderr, oneLine(err))
 		return 1
 	}
 	return 0
+}
+
+// say prints a message for the user: what it repeats of a template, a
+// workload or an argument has its control characters escaped, and it is
+// cut where a message has no business being longer.
+func say(w io.Writer, msg string) {
+	fmt.Fprintln(w, "niuma:", printable.Cut(msg, maxMessage))
+}
+
+// Lengths past which the CLI refuses an argument, saying how long it is
+// instead of repeating it (a run reference, a stage or parameter name; a
+// template reference, which may be a path), and cuts a message.
+const (
+	maxNameArg = 128
+	maxPathArg = 4096
+	maxMessage = 4000
+)
+
+// tooLong refuses, as bad usage, the first of args that is longer than
+// max bytes: what (e.g. "run") is N bytes long; at most max.
+func tooLong(what string, max int, args ...string) error {
+	for _, a := range args {
+		if m := printable.TooLong(what, a, max); m != "" {
+			return exitError{code: 2, msg: m}
+		}
+	}
+	return nil
 }
 
 // Version is the program's version, as in FyneApp.toml.
@@ -87,7 +115,8 @@ Usage:
   niuma run TEMPLATE [flags]    launch a run of a template (a bundled name, a
                                 folder under $NIUMA_HOME/templates, or a .yaml path)
       --set NAME=VALUE          set a parameter (repeatable)
-      --executor local|docker   where stages run (default: the template's runtime)
+      --executor local|docker   where stages run (default: the template's runtime; a docker
+                                template waits for its image unless it says fallback: local)
       --priority N              higher runs first (default 0)
       --seed N                  the run's global seed (default: derived from the run's inputs, recorded)
       --allow-duplicate         run even when a run with the same fingerprint already succeeded
@@ -95,8 +124,9 @@ Usage:
       --wait                    block until the run ends; exit non-zero unless it succeeded
   niuma ls [--json] [-n N]      list runs, newest first
   niuma show RUN [--json]       stages, attempts, exit codes and the last value of each metric
-  niuma logs RUN [STAGE] [--follow] [--attempt N]
-                                a stage's output (all stages when STAGE is omitted)
+  niuma logs RUN [STAGE] [--follow] [--attempt N] [--raw]
+                                a stage's output (all stages when STAGE is omitted),
+                                control characters escaped unless --raw
   niuma cancel RUN              stop a run (SIGTERM, then SIGKILL after a grace period)
   niuma dismiss RUN N           mark anomaly #N of a run (from niuma show) as seen
   niuma templates               list the templates you can run

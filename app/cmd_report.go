@@ -36,6 +36,9 @@ func (c *cli) report(ctx context.Context, args []string) error {
 	if len(pos) == 0 {
 		return exitError{code: 2, msg: "report needs at least one RUN (an ID, a unique prefix or its last part; see `niuma ls`)"}
 	}
+	if err := tooLong("run", maxNameArg, pos...); err != nil {
+		return err
+	}
 	if len(pos) > report.MaxRuns {
 		return exitError{code: 2, msg: fmt.Sprintf("report takes at most %d runs, not %d", report.MaxRuns, len(pos))}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"niuma/engine"
 	"niuma/engine/executor/docker"
+	"niuma/printable"
 )
 
 func (c *cli) run(ctx context.Context, args []string) error {
@@ -38,11 +39,17 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	if *allowDup && *reuse {
 		return exitError{code: 2, msg: "--allow-duplicate and --reuse contradict each other: give one"}
 	}
+	if err := tooLong("template", maxPathArg, pos[0]); err != nil {
+		return err
+	}
 	values := map[string]string{}
 	for _, s := range sets {
 		name, val, ok := strings.Cut(s, "=")
 		if !ok || name == "" {
-			return exitError{code: 2, msg: fmt.Sprintf("--set %s: write NAME=VALUE", s)}
+			return exitError{code: 2, msg: fmt.Sprintf("--set %s: write NAME=VALUE", printable.Shorten(s, 64))}
+		}
+		if m := printable.TooLong("parameter name", name, maxNameArg); m != "" {
+			return exitError{code: 2, msg: "--set: " + m}
 		}
 		values[name] = val
 	}
@@ -96,9 +103,9 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "run %s: %s %s, seed %d, executor %s\n", info.ID, t.Name, t.Version, info.Seed, info.Executor)
+	fmt.Fprintf(c.out, "run %s: %s %s, seed %d, executor %s\n", info.ID, t.Name, printable.String(t.Version), info.Seed, info.Executor)
 	if info.ExecutorNote != "" {
-		fmt.Fprintln(c.err, "note:", info.ExecutorNote)
+		fmt.Fprintln(c.err, "note:", printable.String(info.ExecutorNote))
 	}
 	if !*wait {
 		c.ensureEngine(s.home)
@@ -109,7 +116,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	stopEngine()
 	<-engineDone
 	if err := s.handOver(c); err != nil {
-		fmt.Fprintln(c.err, "niuma:", err)
+		say(c.err, err.Error())
 	}
 	if werr != nil {
 		if errors.Is(werr, context.Canceled) {
@@ -129,7 +136,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	// The owning engine checks when the run succeeds; checking here too
 	// covers an owner that has not got to it yet (it is raised once).
 	if _, err := s.engine.CheckReproducible(ctx, final.ID); err != nil {
-		fmt.Fprintln(c.err, "niuma:", err)
+		say(c.err, err.Error())
 	}
 	anomalies, err := s.engine.Anomalies(ctx, final.ID)
 	if err != nil {
@@ -137,7 +144,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	}
 	for _, a := range anomalies {
 		if a.Kind == engine.KindNotReproducible {
-			fmt.Fprintf(c.err, "warning: %s\n  fix: %s\n", a.Message, a.Fix)
+			fmt.Fprintf(c.err, "warning: %s\n  fix: %s\n", printable.String(a.Message), printable.String(a.Fix))
 		}
 	}
 	return nil
@@ -170,7 +177,7 @@ func (c *cli) waitRun(ctx context.Context, eng *engine.Engine, id string) (engin
 			}
 			if seen[st.Name] != line {
 				seen[st.Name] = line
-				fmt.Fprintf(c.out, "  %-12s %s\n", st.Name, line)
+				fmt.Fprintf(c.out, "  %-12s %s\n", st.Name, printable.String(line))
 			}
 		}
 		if info.State.Done() {
@@ -183,7 +190,7 @@ func (c *cli) waitRun(ctx context.Context, eng *engine.Engine, id string) (engin
 		case ev, ok := <-sub.C:
 			if ok && ev.Kind == engine.Metrics && ev.RunID == id && time.Since(lastMetrics[ev.Stage]) > 3*time.Second {
 				lastMetrics[ev.Stage] = time.Now()
-				fmt.Fprintf(c.out, "  %-12s %s\n", ev.Stage, formatPoints(ev.Points))
+				fmt.Fprintf(c.out, "  %-12s %s\n", ev.Stage, printable.String(formatPoints(ev.Points)))
 			}
 		case <-tick.C:
 		}
@@ -315,6 +322,9 @@ func (c *cli) cancel(ctx context.Context, args []string) error {
 	}
 	if len(pos) == 0 {
 		return exitError{code: 2, msg: "cancel needs a RUN"}
+	}
+	if err := tooLong("run", maxNameArg, pos...); err != nil {
+		return err
 	}
 	s, err := open(c.err)
 	if err != nil {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"niuma/engine"
 	"niuma/metrics"
+	"niuma/printable"
 )
 
 type table struct{ w *tabwriter.Writer }
@@ -24,8 +26,21 @@ func newTable(out io.Writer, cols ...string) *table {
 	return t
 }
 
-func (t *table) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
-func (t *table) flush() error        { return t.w.Flush() }
+// row prints one line of cells. A cell may hold what a workload or a
+// template wrote: its control characters are escaped (a tab would also
+// break the columns) and it is cut where no cell needs to be longer.
+func (t *table) row(cells ...string) {
+	safe := make([]string, len(cells))
+	for i, c := range cells {
+		safe[i] = printable.Cut(c, maxCell)
+	}
+	fmt.Fprintln(t.w, strings.Join(safe, "\t"))
+}
+
+// maxCell is the most runes of a table cell printed.
+const maxCell = 1000
+
+func (t *table) flush() error { return t.w.Flush() }
 
 // number marshals a metric value; JSON has no NaN or Infinity, so those
 // become the strings "NaN", "+Inf" and "-Inf".
@@ -149,6 +164,9 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return exitError{code: 2, msg: "show needs one RUN (an ID, a unique prefix or its last part; see `niuma ls`)"}
 	}
+	if err := tooLong("run", maxNameArg, pos[0]); err != nil {
+		return err
+	}
 	s, err := open(c.err)
 	if err != nil {
 		return err
@@ -182,20 +200,21 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies})
 	}
 	now := time.Now()
+	p := printable.String // what the run's template and workload wrote
 	fmt.Fprintf(c.out, "run       %s\n", r.ID)
-	fmt.Fprintf(c.out, "template  %s %s (%s)\n", r.Template, r.TemplateVersion, r.TemplateSource)
+	fmt.Fprintf(c.out, "template  %s %s (%s)\n", p(r.Template), p(r.TemplateVersion), p(r.TemplateSource))
 	fmt.Fprintf(c.out, "state     %s", r.State)
 	if r.Error != "" {
-		fmt.Fprintf(c.out, " — %s", r.Error)
+		fmt.Fprintf(c.out, " — %s", p(r.Error))
 	}
 	fmt.Fprintln(c.out)
-	fmt.Fprintf(c.out, "params    %s\n", strings.Join(r.ParamPairs(), " "))
-	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s\n", r.Seed, r.Priority, r.Executor)
+	fmt.Fprintf(c.out, "params    %s\n", p(strings.Join(r.ParamPairs(), " ")))
+	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s\n", r.Seed, r.Priority, p(r.Executor))
 	if r.Fingerprint != "" {
-		fmt.Fprintf(c.out, "fingerprint %s\n", r.Fingerprint)
+		fmt.Fprintf(c.out, "fingerprint %s\n", p(r.Fingerprint))
 	}
 	fmt.Fprintf(c.out, "created   %s   duration %s\n", r.CreatedAt.Local().Format(time.DateTime), duration(r.Elapsed(now)))
-	fmt.Fprintf(c.out, "dir       %s\n\n", r.Dir)
+	fmt.Fprintf(c.out, "dir       %s\n\n", p(r.Dir))
 	tw := newTable(c.out, "STAGE", "STATE", "ATTEMPTS", "EXIT", "DURATION", "NOTE")
 	for _, st := range r.Stages {
 		exit := "-"
@@ -236,9 +255,9 @@ func (c *cli) show(ctx context.Context, args []string) error {
 			if !a.DismissedAt.IsZero() {
 				msg = "(dismissed) " + msg
 			}
-			fmt.Fprintf(c.out, "  #%-4d %s  %-8s %-14s %s: %s\n", a.ID, a.At.Local().Format(time.TimeOnly), a.Severity, a.Kind, where, msg)
+			fmt.Fprintf(c.out, "  #%-4d %s  %-8s %-14s %s: %s\n", a.ID, a.At.Local().Format(time.TimeOnly), p(string(a.Severity)), p(string(a.Kind)), p(where), p(msg))
 			if a.Fix != "" {
-				fmt.Fprintf(c.out, "  %s  fix: %s\n", strings.Repeat(" ", 5+1+8+1+8+1+14), a.Fix)
+				fmt.Fprintf(c.out, "  %s  fix: %s\n", strings.Repeat(" ", 5+1+8+1+8+1+14), p(a.Fix))
 			}
 		}
 	}
@@ -256,12 +275,19 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 	follow := fs.Bool("follow", false, "keep printing new output until the stage ends")
 	fs.BoolVar(follow, "f", false, "short for --follow")
 	attempt := fs.Int("attempt", 0, "which attempt (default: the latest)")
+	raw := fs.Bool("raw", false, "print the output exactly as the stage wrote it (control characters too)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitError{code: 2}
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		return exitError{code: 2, msg: "logs needs RUN and optionally a STAGE"}
+	}
+	if err := tooLong("run", maxNameArg, pos[0]); err != nil {
+		return err
+	}
+	if err := tooLong("stage name", maxNameArg, pos[1:]...); err != nil {
+		return err
 	}
 	s, err := open(c.err)
 	if err != nil {
@@ -311,13 +337,13 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 		stdout, stderr := engine.LogPaths(r, st.Name, n)
 		if !*follow {
 			for _, p := range []string{stdout, stderr} {
-				if err := copyFile(c.out, p); err != nil {
+				if err := copyFile(c.out, p, *raw); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		if err := c.followStage(ctx, s.engine, r.ID, st.Name, n, stdout, stderr); err != nil {
+		if err := c.followStage(ctx, s.engine, r.ID, st.Name, n, *raw, stdout, stderr); err != nil {
 			return err
 		}
 	}
@@ -348,7 +374,11 @@ func (c *cli) awaitStart(ctx context.Context, eng *engine.Engine, runID, stage s
 
 // followStage prints a stage's output as it is written until the attempt
 // ends (or the user interrupts).
-func (c *cli) followStage(ctx context.Context, eng *engine.Engine, runID, stage string, attempt int, paths ...string) error {
+func (c *cli) followStage(ctx context.Context, eng *engine.Engine, runID, stage string, attempt int, raw bool, paths ...string) error {
+	show := printable.Text
+	if raw {
+		show = func(s string) string { return s }
+	}
 	fctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var followers []*metrics.Follower
@@ -365,7 +395,7 @@ func (c *cli) followStage(ctx context.Context, eng *engine.Engine, runID, stage 
 	for finished < len(paths) {
 		select {
 		case l := <-lines:
-			fmt.Fprintln(c.out, l)
+			fmt.Fprintln(c.out, show(l))
 		case <-done:
 			finished++
 		case <-tick.C:
@@ -389,14 +419,16 @@ func (c *cli) followStage(ctx context.Context, eng *engine.Engine, runID, stage 
 	for {
 		select {
 		case l := <-lines:
-			fmt.Fprintln(c.out, l)
+			fmt.Fprintln(c.out, show(l))
 		default:
 			return nil
 		}
 	}
 }
 
-func copyFile(w io.Writer, path string) error {
+// copyFile prints a log file: line by line with control characters
+// escaped (printable.Text), or as it is when raw.
+func copyFile(w io.Writer, path string, raw bool) error {
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return nil
@@ -405,8 +437,28 @@ func copyFile(w io.Writer, path string) error {
 		return err
 	}
 	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
+	if raw {
+		_, err = io.Copy(w, f)
+		return err
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		// A line longer than the buffer comes in pieces; a piece may then
+		// split a character, which shows as escaped bytes.
+		line, err := r.ReadSlice('\n')
+		if len(line) > 0 {
+			if _, werr := io.WriteString(w, printable.Text(string(line))); werr != nil {
+				return werr
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
 }
 
 func (c *cli) dismiss(ctx context.Context, args []string) error {
@@ -417,6 +469,9 @@ func (c *cli) dismiss(ctx context.Context, args []string) error {
 	}
 	if len(pos) != 2 {
 		return exitError{code: 2, msg: "dismiss needs RUN and the anomaly's number (as `niuma show RUN` lists it, e.g. 12 or #12)"}
+	}
+	if err := tooLong("run", maxNameArg, pos[0]); err != nil {
+		return err
 	}
 	n, err := strconv.ParseInt(strings.TrimPrefix(pos[1], "#"), 10, 64)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 	"niuma/engine/executor"
 	"niuma/engine/executor/docker"
 	"niuma/engine/executor/local"
+	"niuma/engine/sandbox"
 	"niuma/gpumon"
+	"niuma/printable"
 	"niuma/storage"
 )
 
@@ -72,6 +75,10 @@ func open(logOut io.Writer) (*stack, error) {
 	if api, err := docker.NewMoby(); err == nil {
 		dx = docker.New(api, home)
 		dx.OnPull = pullProgress(logOut)
+		if err := containerSettings(dx); err != nil {
+			db.Close()
+			return nil, err
+		}
 		execs = append(execs, dx)
 	} else {
 		logger.Warn("the docker executor is unavailable", "err", err)
@@ -127,6 +134,29 @@ func open(logOut io.Writer) (*stack, error) {
 		return nil, err
 	}
 	return &stack{home: home, store: db, engine: eng, docker: dx, gpus: gpus, sampler: sampler, logger: logger}, nil
+}
+
+// containerSettings applies the user's settings of the containers'
+// sandbox: NIUMA_CONTAINER_ROOT=1 lets templates run containers as root,
+// NIUMA_CONTAINER_PIDS_LIMIT=N sets how many processes and threads a
+// container may hold (templates may only lower it).
+func containerSettings(dx *docker.Executor) error {
+	switch v := os.Getenv(sandbox.RootSetting); v {
+	case "", "0":
+	case "1":
+		dx.AllowRoot = true
+	default:
+		return fmt.Errorf("%s=%s: set it to 1 to let templates run containers as root, or leave it unset", sandbox.RootSetting, printable.Cut(v, 32))
+	}
+	if v := os.Getenv(sandbox.PidsSetting); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%s=%s: give a positive number of processes and threads per container, e.g. %d (the default)",
+				sandbox.PidsSetting, printable.Cut(v, 32), sandbox.DefaultPidsLimit)
+		}
+		dx.PidsLimit = n
+	}
+	return nil
 }
 
 func (s *stack) close() {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"fyne.io/fyne/v2"
@@ -25,7 +24,7 @@ const demoTemplate = "digits-mlp"
 func runWindow(stderr io.Writer) int {
 	s, err := open(stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "niuma:", err)
+		say(stderr, err.Error())
 		return 1
 	}
 	defer s.close()
@@ -71,7 +70,7 @@ func runWindow(stderr io.Writer) int {
 	stop()
 	<-done
 	if err := s.handOver(&cli{out: stderr, err: stderr}); err != nil {
-		fmt.Fprintln(stderr, "niuma:", err)
+		say(stderr, err.Error())
 	}
 	return 0
 }

@@ -14,6 +14,7 @@ import (
 	"niuma/engine/executor/docker"
 	"niuma/engine/executor/docker/dockertest"
 	"niuma/engine/executor/local"
+	"niuma/engine/template"
 )
 
 // These tests drive runs through the docker executor on the machine's
@@ -114,11 +115,9 @@ func TestDockerUnreachableKeepsStagesQueued(t *testing.T) {
 	tm := parse(t, dockerYAML("  - {name: a, command: [/workload, exit, \"0\"]}\n"))
 	info, err := e.Submit(context.Background(), RunSpec{Template: tm})
 	require.NoError(t, err)
-	require.Equal(t, "local", info.Executor, "without a daemon a template with an image falls back to the host")
+	require.Equal(t, "docker", info.Executor, "without a daemon a docker template waits for one; it never runs on the host unasked")
 	require.Contains(t, info.ExecutorNote, "Docker daemon not reachable")
-
-	info, err = e.Submit(context.Background(), RunSpec{Template: tm, Executor: "docker"})
-	require.NoError(t, err)
+	require.Contains(t, info.ExecutorNote, "the run waits for it (or runs on the host with --executor local")
 	sub := e.Subscribe(256)
 	defer sub.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -187,4 +186,94 @@ func TestDockerEngineStartRemovesContainersNoRunOwns(t *testing.T) {
 	list, err = api.List(context.Background(), map[string]string{docker.LabelHome: h.home})
 	require.NoError(t, err)
 	require.Empty(t, list, "the engine removed the container no run owns")
+}
+
+// A docker template whose image is not here waits, saying why and what to
+// do; it runs on the host only when the user asks, or when the template
+// itself allows it (fallback: local), and then says what it goes without.
+func TestDockerTemplateWithoutItsImageWaits(t *testing.T) {
+	dockertest.Need(t)
+	h := newHarness(t)
+	e := h.dockerEngine()
+	h.drive(e)
+	const absent = "niuma-test/absent:never"
+	doc := func(extra string) *template.Template {
+		return parse(t, "name: d\nruntime: {kind: docker, image: "+absent+extra+"}\nstages:\n"+
+			"  - {name: a, command: [/bin/sh, -c, \"echo on the host > ${stage_dir}/where\"]}\n")
+	}
+	info, err := e.Submit(context.Background(), RunSpec{Template: doc("")})
+	require.NoError(t, err)
+	require.Equal(t, "docker", info.Executor, "no silent downgrade")
+	require.Contains(t, info.ExecutorNote, "image "+absent+" is not on this machine: ")
+	require.Contains(t, info.ExecutorNote, "`docker pull "+absent+"`; the run waits for it (or runs on the host with --executor local, without the container's isolation")
+
+	sub := e.Subscribe(256)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r := waitFor(t, ctx, e, sub, info.ID, func(r RunInfo) bool {
+		return strings.Contains(r.Stages[0].Reason, "could not be pulled")
+	})
+	why := r.Stages[0].Reason
+	require.True(t, strings.HasPrefix(why, "image "+absent+" is not on this machine and could not be pulled ("), why)
+	require.Contains(t, why, "`make demo-image`")
+	require.Contains(t, why, "`docker pull "+absent+"`")
+	require.Contains(t, why, "or run on the host with --executor local")
+	require.Equal(t, Queued, r.State)
+	require.Equal(t, Queued, r.Stages[0].State)
+	require.Zero(t, r.Stages[0].Attempts, "it waits: nothing was started, nothing failed")
+
+	asked, err := e.Submit(context.Background(), RunSpec{Template: doc(""), Executor: "local"})
+	require.NoError(t, err)
+	require.Equal(t, "local", asked.Executor)
+	require.Contains(t, asked.ExecutorNote, "runs on the host as asked (--executor local), without the container's isolation")
+	done := waitDone(t, e, asked.ID)
+	require.Equal(t, Succeeded, done.State, "%+v", done.Stages)
+	b, err := os.ReadFile(filepath.Join(done.Dir, "a", "where"))
+	require.NoError(t, err)
+	require.Equal(t, "on the host\n", string(b))
+
+	allowed, err := e.Submit(context.Background(), RunSpec{Template: doc(", fallback: local")})
+	require.NoError(t, err)
+	require.Equal(t, "local", allowed.Executor, "the template's own, visible choice")
+	require.Contains(t, allowed.ExecutorNote, "is not on this machine")
+	require.Contains(t, allowed.ExecutorNote, "so it runs on the host, as the template allows (fallback: local), without the container's isolation")
+	require.Equal(t, Succeeded, waitDone(t, e, allowed.ID).State)
+
+	r, err = e.Run(context.Background(), info.ID)
+	require.NoError(t, err)
+	require.Equal(t, Queued, r.State, "the first run still waits for its image")
+	require.NoError(t, e.Cancel(context.Background(), info.ID))
+	require.Equal(t, Cancelled, waitDone(t, e, info.ID).State)
+}
+
+// What the sandbox refuses is refused when the run is submitted, with the
+// rule, and nothing is written.
+func TestDockerSubmitRefusesWhatTheSandboxForbids(t *testing.T) {
+	dockertest.Need(t)
+	h := newHarness(t)
+	api, err := docker.NewMoby()
+	require.NoError(t, err)
+	t.Cleanup(func() { api.Close() })
+	dx := docker.New(api, h.home)
+	dx.UID, dx.GID = 1000, 1000 // as if a user, not root, ran Niuma
+	e, err := New(Options{Home: h.home, Store: h.store, Executors: []executor.Executor{local.New(), dx}})
+	require.NoError(t, err)
+
+	code := t.TempDir()
+	require.NoError(t, os.Symlink("/var/run", filepath.Join(code, "data")))
+	linked := parse(t, "name: d\nruntime: {kind: docker, image: "+dockertest.Image+", data: data}\nstages: [{name: a, command: [/workload, exit, \"0\"]}]\n")
+	linked.Dir = code
+	_, err = e.Submit(context.Background(), RunSpec{Template: linked})
+	require.ErrorContains(t, err, "template d cannot run in a container here: the data directory "+filepath.Join(code, "data")+" resolves to the system path /run (rule: ")
+
+	root := parse(t, "name: d\nruntime: {kind: docker, image: "+dockertest.Image+", user: \"0:0\"}\nstages: [{name: a, command: [/workload, exit, \"0\"]}]\n")
+	_, err = e.Submit(context.Background(), RunSpec{Template: root})
+	require.ErrorContains(t, err, "user: 0:0 is root's (rule: a container runs as the user running Niuma, 1000:1000 here")
+
+	runs, err := e.Runs(context.Background(), 0)
+	require.NoError(t, err)
+	require.Empty(t, runs, "nothing was written")
+	entries, _ := os.ReadDir(filepath.Join(h.home, "runs"))
+	require.Empty(t, entries)
 }

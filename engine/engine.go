@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"niuma/engine/executor"
+	"niuma/engine/template"
 	"niuma/gpumon"
 	"niuma/metrics"
 	"niuma/sentinel"
@@ -162,9 +163,12 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 	if err := t.Validate(values); err != nil {
 		return RunInfo{}, err
 	}
-	exName, note := e.chooseExecutor(ctx, spec.Executor, t.Runtime.Kind, t.Runtime.Image)
+	exName, note := e.chooseExecutor(ctx, spec.Executor, t.Runtime)
 	if _, ok := e.execs[exName]; !ok {
 		return RunInfo{}, fmt.Errorf("executor %q is not available here (available: %s)", exName, strings.Join(e.Executors(), ", "))
+	}
+	if err := e.checkSandbox(exName, t); err != nil {
+		return RunInfo{}, err
 	}
 	for _, st := range t.Stages {
 		if _, err := expandArgv(st.Command, vars("x", "/x", st.Name, t.Dir, dataDir(t), 1, values)); err != nil {
@@ -222,41 +226,58 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 	return info, nil
 }
 
-// chooseExecutor picks the executor of a run. A name the user gave wins.
-// Otherwise a template that names an image runs in a container when the
-// daemon answers and the image is on this machine, and on the host with a
-// note saying why when not; one without an image runs as its kind says.
-func (e *Engine) chooseExecutor(ctx context.Context, asked, kind, image string) (name, note string) {
-	if asked != "" {
+// withoutContainer is what a run on the host does without, for notes.
+const withoutContainer = "without the container's isolation: its network, memory and process limits, " +
+	"dropped capabilities and read-only code and data do not apply"
+
+// chooseExecutor picks the executor of a run, and says in note what the
+// user should know about the choice. A name the user gave wins. A docker
+// template runs in a container: while its image is not here or Docker
+// cannot be reached, its stages wait, and note says why and what to do,
+// unless the template allows the host (fallback: local), which it then
+// gets, and note says what it goes without. A local template runs on the
+// host. Isolation is never given up silently.
+func (e *Engine) chooseExecutor(ctx context.Context, asked string, rt template.Runtime) (name, note string) {
+	switch {
+	case asked == "local" && rt.Kind == "docker":
+		return asked, "runs on the host as asked (--executor local), " + withoutContainer
+	case asked != "":
 		return asked, ""
+	case rt.Kind != "docker":
+		return rt.Kind, ""
 	}
-	if image == "" {
-		return kind, ""
+	var why error
+	switch x := e.execs["docker"].(type) {
+	case nil:
+		why = errors.New("the docker executor is not available in this process (is DOCKER_HOST valid?)")
+	case executor.ImageChecker:
+		why = x.CheckImage(ctx, rt.Image)
+	case executor.Availability:
+		why = x.Available(ctx)
 	}
-	x, ok := e.execs["docker"]
+	if why == nil {
+		return "docker", ""
+	}
+	reason := waitReason(why)
+	if _, local := e.execs["local"]; local && rt.Fallback == "local" {
+		return "local", reason + "; so it runs on the host, as the template allows (fallback: local), " + withoutContainer
+	}
+	return "docker", reason + "; the run waits for it (or runs on the host with --executor local, " + withoutContainer + ")"
+}
+
+// checkSandbox refuses, before anything is written, a run whose executor's
+// rules would refuse its stages (a container's mounts, capabilities, user
+// and process limit).
+func (e *Engine) checkSandbox(exName string, t *template.Template) error {
+	c, ok := e.execs[exName].(executor.Checker)
 	if !ok {
-		if _, local := e.execs["local"]; local && kind == "docker" {
-			return "local", "the docker executor is not available here; running on the host"
-		}
-		return kind, ""
+		return nil
 	}
-	var err error
-	if ic, ok := x.(executor.ImageChecker); ok {
-		err = ic.CheckImage(ctx, image)
-	} else if av, ok := x.(executor.Availability); ok {
-		err = av.Available(ctx)
+	job := executor.Job{CodeDir: t.Dir, DataDir: dataDir(t), Image: t.Runtime.Image, Container: containerOf(t.Runtime)}
+	if err := c.Check(job); err != nil {
+		return fmt.Errorf("template %s cannot run in a container here: %w", t.Name, err)
 	}
-	if err == nil {
-		return "docker", ""
-	}
-	if _, local := e.execs["local"]; !local {
-		return "docker", ""
-	}
-	msg := err.Error()
-	if i := strings.Index(msg, "Docker daemon not reachable"); i >= 0 {
-		msg = msg[i:]
-	}
-	return "local", msg + "; running on the host instead (--executor docker forces a container)"
+	return nil
 }
 
 func writeRunFiles(dir string, params, tmpl []byte) error {

@@ -319,7 +319,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 			if !ok || now.Before(ls.st.NextAttemptAt) {
 				continue
 			}
-			if err := e.unavailable(ctx, lr.run.Executor, away); err != nil {
+			if err := e.notReady(ctx, lr, away); err != nil {
 				if why := waitReason(err); ls.st.Reason != why {
 					ls.st.Reason = why
 					e.saveStage(ctx, lr, ls)
@@ -415,6 +415,9 @@ func (e *Engine) unavailable(ctx context.Context, name string, memo map[string]e
 
 // waitReason is the reason a queued stage shows while its executor is away.
 func waitReason(err error) string {
+	if w := (*executor.Waiting)(nil); errors.As(err, &w) {
+		return w.Reason
+	}
 	msg := err.Error()
 	if i := strings.Index(msg, "Docker daemon not reachable"); i >= 0 {
 		return msg[i:]
@@ -538,10 +541,7 @@ func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.J
 		RunID: r.ID, Stage: name, Attempt: ls.st.Attempts,
 		RunDir: r.Dir, StageDir: stdoutDir(stdout), GPUs: gpus, CodeDir: lr.tmpl.Dir, DataDir: dataDir(lr.tmpl),
 		Image: rt.Image, StdoutPath: stdout, StderrPath: stderr,
-		Container: executor.Container{
-			ShmSizeMiB: rt.ShmSizeMiB, MemoryMiB: rt.MemoryMiB, CPUs: rt.CPUs, User: rt.User,
-			Network: rt.Network, Keep: rt.Keep, CapAdd: rt.CapAdd,
-		},
+		Container: containerOf(rt),
 	}
 	st, _ := lr.tmpl.Stage(name)
 	// The workload sees the run and code directories where its executor

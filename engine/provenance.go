@@ -18,7 +18,10 @@ type Provenance struct {
 	Fingerprint string
 	Seed        int64
 	Executor    string // the executor the run would get
-	Inputs      provenance.Inputs
+	// ExecutorNote says what the user should know about that choice: why
+	// the run would wait for Docker, or what a host run goes without.
+	ExecutorNote string
+	Inputs       provenance.Inputs
 }
 
 // ImageDigester is implemented by container backends that can name the
@@ -50,8 +53,10 @@ func (e *Engine) Provenance(ctx context.Context, spec RunSpec) (Provenance, erro
 	if values == nil {
 		values = t.Defaults()
 	}
-	exName, _ := e.chooseExecutor(ctx, spec.Executor, t.Runtime.Kind, t.Runtime.Image)
-	return e.provenance(ctx, t, values, exName, spec.Seed)
+	exName, note := e.chooseExecutor(ctx, spec.Executor, t.Runtime)
+	p, err := e.provenance(ctx, t, values, exName, spec.Seed)
+	p.ExecutorNote = note
+	return p, err
 }
 
 func (e *Engine) provenance(ctx context.Context, t *template.Template, values template.Values, exName string, seed int64) (Provenance, error) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"niuma/engine/executor"
 	"niuma/engine/template"
 )
 
@@ -65,6 +66,14 @@ func dataDir(t *template.Template) string {
 		return d
 	}
 	return filepath.Join(t.Dir, d)
+}
+
+// containerOf is what a template says about its stages' containers.
+func containerOf(rt template.Runtime) executor.Container {
+	return executor.Container{
+		ShmSizeMiB: rt.ShmSizeMiB, MemoryMiB: rt.MemoryMiB, CPUs: rt.CPUs, User: rt.User,
+		Network: rt.Network, Keep: rt.Keep, CapAdd: rt.CapAdd, PidsLimit: rt.PidsLimit,
+	}
 }
 
 // contractEnv is the environment the stage contract promises a workload.

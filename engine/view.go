@@ -42,8 +42,9 @@ type RunInfo struct {
 	StartedAt       time.Time      `json:"started_at,omitzero"`
 	FinishedAt      time.Time      `json:"finished_at,omitzero"`
 	Stages          []StageInfo    `json:"stages"`
-	// ExecutorNote, set by Submit only, says why the run got another
-	// executor than its template asks for (e.g. its image is missing).
+	// ExecutorNote, set by Submit only, says what the user should know
+	// about where the run goes: that it waits for its image or Docker (and
+	// how to get them), or what a run on the host goes without.
 	ExecutorNote string `json:"executor_note,omitempty"`
 }
 

@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+
+	"niuma/printable"
 )
 
 // CSV writes every metric point of every run as one row, after a header:
 // run, stage, attempt, metric, step, value, wall (RFC 3339, empty when
 // unknown), followed by one column per parameter (the union over runs,
 // sorted by name; empty where a run lacks it). NaN and infinities are
-// written as NaN, +Inf and -Inf.
+// written as NaN, +Inf and -Inf. Text cells (csvText) have their control
+// characters escaped and cannot start a spreadsheet formula.
 func CSV(rep *Report) ([]byte, error) {
 	if err := rep.check(); err != nil {
 		return nil, err
@@ -23,7 +27,10 @@ func CSV(rep *Report) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(pointCount(rep) * 48)
 	w := csv.NewWriter(&buf)
-	head := append([]string{"run", "stage", "attempt", "metric", "step", "value", "wall"}, names...)
+	head := []string{"run", "stage", "attempt", "metric", "step", "value", "wall"}
+	for _, n := range names {
+		head = append(head, csvText(n))
+	}
 	if err := w.Write(head); err != nil {
 		return nil, err
 	}
@@ -43,11 +50,11 @@ func CSV(rep *Report) ([]byte, error) {
 		params := make([]string, len(names))
 		for j, n := range names {
 			v, _ := r.param(n)
-			params[j] = formatAny(v)
+			params[j] = csvText(formatAny(v))
 		}
 		suffix := line(params)
 		for _, m := range r.Metrics {
-			prefix := line([]string{r.ID, m.Stage, strconv.Itoa(m.Attempt), m.Key})
+			prefix := line([]string{csvText(r.ID), csvText(m.Stage), strconv.Itoa(m.Attempt), csvText(m.Key)})
 			for i, v := range m.Values {
 				row = append(row[:0], prefix...)
 				row = append(row, ',')
@@ -68,6 +75,20 @@ func CSV(rep *Report) ([]byte, error) {
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// csvText is a text cell: what a workload or template wrote, with its
+// control characters escaped (printable.String), and with a leading ' when
+// a spreadsheet would read it as a formula (=, +, -, @) and it is not a
+// number.
+func csvText(s string) string {
+	s = printable.String(s)
+	if s != "" && strings.ContainsRune("=+-@", rune(s[0])) {
+		if _, err := strconv.ParseFloat(s, 64); err != nil {
+			return "'" + s
+		}
+	}
+	return s
 }
 
 func csvNum(v float64) string {

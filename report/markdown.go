@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"niuma/printable"
 )
 
 // File is one file of a multi-file report, named relative to the main
@@ -59,7 +61,11 @@ func Markdown(rep *Report, opt Options, dir string) (doc []byte, files []File, e
 			for strings.Contains(strings.Join(bl.lines, "\n"), fence) {
 				fence += "`"
 			}
-			fmt.Fprintf(&b, "%s text\n%s\n%s\n\n", fence, strings.Join(bl.lines, "\n"), fence)
+			lines := make([]string, len(bl.lines))
+			for i, l := range bl.lines {
+				lines[i] = printable.Text(l) // a log tail: what the workload wrote
+			}
+			fmt.Fprintf(&b, "%s text\n%s\n%s\n\n", fence, strings.Join(lines, "\n"), fence)
 		}
 	}
 	return b.Bytes(), files, nil
@@ -91,13 +97,18 @@ func mdTable(b *bytes.Buffer, bl block) {
 	b.WriteString("\n")
 }
 
-var mdEscaper = strings.NewReplacer(
-	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
-	"<", "&lt;", ">", "&gt;", "#", `\#`, "|", `\|`, "\r", "", "\n", " ",
+var (
+	mdLines   = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")
+	mdEscaper = strings.NewReplacer(
+		`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+		"<", "&lt;", ">", "&gt;", "#", `\#`, "|", `\|`,
+	)
 )
 
-// mdText escapes what Markdown would read as formatting or HTML.
-func mdText(s string) string { return mdEscaper.Replace(s) }
+// mdText escapes what Markdown would read as formatting or HTML, joins
+// lines, and shows every other control character as a visible escape
+// (printable.String), which Markdown then keeps as written.
+func mdText(s string) string { return mdEscaper.Replace(printable.String(mdLines.Replace(s))) }
 
 func mdCell(s string) string {
 	if s == "" {

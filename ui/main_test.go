@@ -34,6 +34,7 @@ type fakeBackend struct {
 	bySeries  map[string][]engine.Point // Series by "runID/stage/key", when set
 	logs      map[string]string         // LogTail by "runID/stage/attempt"
 	logReads  []string                  // the LogTail calls, as "runID/stage/attempt"
+	placement engine.Provenance         // the Executor and ExecutorNote Provenance says, when set
 }
 
 func (f *fakeBackend) Series(_ context.Context, runID, stage, key string) ([]engine.Point, error) {
@@ -46,7 +47,8 @@ func (f *fakeBackend) Series(_ context.Context, runID, stage, key string) ([]eng
 func (f *fakeBackend) GPUs(context.Context) (gpumon.Snapshot, error) { return f.snap, nil }
 
 func (f *fakeBackend) Provenance(_ context.Context, spec engine.RunSpec) (engine.Provenance, error) {
-	return engine.Provenance{Fingerprint: fmt.Sprintf("fp-%v-%d", spec.Values, spec.Seed)}, nil
+	return engine.Provenance{Fingerprint: fmt.Sprintf("fp-%v-%d", spec.Values, spec.Seed),
+		Executor: f.placement.Executor, ExecutorNote: f.placement.ExecutorNote}, nil
 }
 
 func (f *fakeBackend) FindDuplicate(_ context.Context, fp string) (engine.RunInfo, bool, error) {

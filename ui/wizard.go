@@ -74,7 +74,9 @@ type Wizard struct {
 	seed     *widget.Entry
 	resErr   *widget.Label
 	// review step
-	review *widget.List
+	review  *widget.List
+	where   *widget.Label // where the runs would go, when the user should know
+	hostRun *widget.Check // the explicit choice of the host for a docker template that would wait
 }
 
 // autoExecutor is the executor choice that lets the engine decide.
@@ -150,6 +152,15 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 	w.resErr.Importance = widget.DangerImportance
 	w.resErr.Hide()
 
+	w.where = widget.NewLabel("")
+	w.where.Wrapping = fyne.TextWrapWord
+	w.where.Hide()
+	w.hostRun = widget.NewCheck("Run on this machine's host instead, without the container: its network, memory and process limits, "+
+		"dropped capabilities and read-only code and data do not apply", func(bool) {
+		w.specs, _ = w.buildSpecs()
+		w.review.Refresh()
+	})
+	w.hostRun.Hide()
 	w.review = widget.NewList(func() int { return len(w.specs) }, func() fyne.CanvasObject {
 		l := widget.NewLabel("")
 		l.Truncation = fyne.TextTruncateEllipsis
@@ -254,6 +265,7 @@ func (w *Wizard) pickTemplate(i widget.ListItemID) {
 		return
 	}
 	w.tmpl = t
+	w.hostRun.SetChecked(false)
 	w.about.Importance = widget.MediumImportance
 	stages := t.Order()
 	w.about.SetText(fmt.Sprintf("%s\n\nStages: %s\nParameters: %s\nFrom: %s", t.Description, strings.Join(stages, " → "),
@@ -316,8 +328,9 @@ func (w *Wizard) show(step int) {
 		w.specs, _ = w.buildSpecs()
 		head := widget.NewLabelWithStyle(fmt.Sprintf("%d %s of %s will be queued:", len(w.specs), plural(len(w.specs), "run", "runs"), w.tmpl.Name),
 			fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		body = container.NewBorder(head, nil, nil, nil, w.review)
+		body = container.NewBorder(head, container.NewVBox(w.where, w.hostRun), nil, nil, w.review)
 		w.review.Refresh()
+		w.checkPlacement()
 	}
 	w.body.Objects = []fyne.CanvasObject{body}
 	w.body.Refresh()
@@ -451,6 +464,9 @@ func (w *Wizard) buildSpecs() ([]engine.RunSpec, error) {
 	exec := w.executor.Selected
 	if exec == autoExecutor {
 		exec = ""
+		if w.hostRun.Visible() && w.hostRun.Checked {
+			exec = "local"
+		}
 	}
 	var specs []engine.RunSpec
 	for _, combo := range combinations(names, values) {
@@ -461,6 +477,34 @@ func (w *Wizard) buildSpecs() ([]engine.RunSpec, error) {
 		specs = append(specs, engine.RunSpec{Template: w.tmpl, Values: v, Seed: seed, Priority: prio, Executor: exec})
 	}
 	return specs, nil
+}
+
+// checkPlacement asks the engine where the runs would go when the engine
+// chooses: a docker template whose image is missing, or whose Docker is
+// away, waits (the note says why), and the host is offered as an explicit
+// choice, saying what it loses; a template that falls back to the host
+// says so.
+func (w *Wizard) checkPlacement() {
+	w.where.Hide()
+	w.hostRun.Hide()
+	if len(w.specs) == 0 || w.executor.Selected != autoExecutor || w.tmpl.Runtime.Kind != "docker" {
+		return
+	}
+	spec := w.specs[0]
+	spec.Executor = ""
+	go func() {
+		p, err := w.backend.Provenance(context.Background(), spec)
+		fyne.Do(func() {
+			if err != nil || p.ExecutorNote == "" || w.step != stepReview {
+				return
+			}
+			w.where.SetText("Where: " + p.ExecutorNote)
+			w.where.Show()
+			if p.Executor == "docker" {
+				w.hostRun.Show()
+			}
+		})
+	}()
 }
 
 // remembered is the single values of the form, kept for next time.

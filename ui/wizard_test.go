@@ -301,3 +301,43 @@ func TestWizardAsksBeforeRepeatingADoneRun(t *testing.T) {
 	require.Len(t, r.b.submitted, 1)
 	require.NotEqual(t, int64(7), r.b.submitted[0].Seed, "the duplicate got a new seed")
 }
+
+// A docker template whose image is missing would wait: the review says so
+// and offers the host as an explicit choice, saying what it loses.
+func TestWizardOffersTheHostWhenTheImageIsMissing(t *testing.T) {
+	test.NewTempApp(t)
+	tm, err := template.Parse("d.yaml", []byte("name: d\nruntime: {kind: docker, image: niuma/x:1}\nstages: [{name: a, command: [/bin/true]}]\n"))
+	require.NoError(t, err)
+	b := &fakeBackend{placement: engine.Provenance{Executor: "docker",
+		ExecutorNote: "image niuma/x:1 is not on this machine: build or load it here (for the bundled demo: `make demo-image`) or `docker pull niuma/x:1`; the run waits for it (or runs on the host with --executor local)"}}
+	launched := make(chan []string, 1)
+	w := NewWizard(b, []TemplateEntry{{Name: "d", Load: func() (*template.Template, error) { return tm, nil }}}, nil,
+		func(ids []string, err error) { require.NoError(t, err); launched <- ids }, nil)
+	win := test.NewWindow(w.Content())
+	t.Cleanup(win.Close)
+	w.list.Select(0)
+	test.Tap(w.next)
+	test.Tap(w.next)
+	test.Tap(w.next)
+	require.Equal(t, stepReview, w.step)
+	require.Eventually(t, func() bool {
+		var shown bool
+		fyne.DoAndWait(func() { shown = w.hostRun.Visible() })
+		return shown
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Contains(t, w.where.Text, "is not on this machine")
+	require.Contains(t, w.hostRun.Text, "without the container")
+	require.Equal(t, "", w.specs[0].Executor, "unticked, the run waits for its image")
+
+	test.Tap(w.hostRun)
+	require.Equal(t, "local", w.specs[0].Executor, "ticked, the host, as chosen")
+	test.Tap(w.launch)
+	select {
+	case <-launched:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the launch never finished")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.Equal(t, "local", b.submitted[0].Executor)
+}

@@ -16,6 +16,16 @@ var ErrGone = errors.New("attempt is gone")
 // error as its reason, instead of failing it.
 var ErrUnavailable = errors.New("backend not reachable")
 
+// Waiting is an error that keeps a stage queued instead of failing it:
+// the backend cannot start it now, for Reason, which the stage shows while
+// it waits (plain words that say what to do). It matches ErrUnavailable.
+type Waiting struct{ Reason string }
+
+func (w *Waiting) Error() string { return w.Reason }
+
+// Is makes errors.Is(w, ErrUnavailable) hold.
+func (w *Waiting) Is(target error) bool { return target == ErrUnavailable }
+
 // ErrNotLaunched is returned by Recover when nothing carrying the attempt's
 // Token exists and nothing ever ran under it (no pid file, no container, no
 // job): the engine may launch the attempt now, exactly once.
@@ -70,6 +80,7 @@ type Container struct {
 	Network    string // "bridge" or "none"
 	Keep       bool   // leave the finished container in place
 	CapAdd     []string
+	PidsLimit  int64 // at most this many processes and threads; 0 = the backend's limit
 }
 
 // Exit is how an attempt ended.
@@ -154,6 +165,25 @@ type PathMapper interface {
 // the engine uses it to choose a default executor.
 type ImageChecker interface {
 	CheckImage(ctx context.Context, image string) error
+}
+
+// Checker is implemented by backends whose sandbox has rules a job may
+// break (a container's mounts, capabilities, user and process limit).
+// Check says whether Start would accept job, without starting anything:
+// the engine calls it when a run is submitted, with RunDir "" (the run's
+// directory does not exist yet), so a refused job is refused before
+// anything is written. Start checks again.
+type Checker interface {
+	Check(job Job) error
+}
+
+// ImagePreparer is implemented by container backends. The engine asks
+// before it starts a stage whose run names an image: nil when the image is
+// here; otherwise a *Waiting that says what is missing and what to do,
+// which the stage shows while it waits. It may fetch the image in the
+// background meanwhile.
+type ImagePreparer interface {
+	PrepareImage(ctx context.Context, image string) error
 }
 
 // Sweeper is implemented by backends whose attempts outlive Niuma as

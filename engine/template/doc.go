@@ -9,16 +9,18 @@
 //	description: Classify 8x8 digits with a small MLP.
 //	version: "1.0"
 //	runtime:
-//	  kind: docker                   # local | docker (docker needs image:)
-//	  image: niuma/digits-mlp:1      # with an image, docker is the default where Docker answers
-//	  data: ../datasets/digits       # optional; ${data}, read-only in the container
+//	  kind: docker                   # local | docker (docker needs image:; an image alone means docker)
+//	  image: niuma/digits-mlp:1
+//	  fallback: local                # optional: the host when the image is missing (else stages wait)
+//	  data: ../datasets/digits       # optional; ${data}, read-only in the container; never a system path
 //	  shm_size: 2GiB                 # /dev/shm (default 1GiB)
 //	  memory: 8GiB                   # hard limit; exceeding it is reported as out of memory
 //	  cpus: 4                        # CPU quota
-//	  user: "1000:1000"              # default: the user running Niuma
+//	  user: "1000:1000"              # default: the user running Niuma; root only where allowed
 //	  network: none                  # bridge (default) | none
 //	  keep: false                    # keep finished containers
-//	  cap_add: [SYS_PTRACE]          # capabilities to keep (all are dropped otherwise)
+//	  cap_add: [SYS_PTRACE]          # only IPC_LOCK, SYS_NICE, SYS_PTRACE (all are dropped otherwise)
+//	  pids_limit: 1024               # processes and threads; may only lower the machine's limit
 //	objective: {metric: val_acc, goal: max}   # goal: min | max; metric may be left out
 //	params:                          # in this order in the wizard
 //	  lr:        {type: float, default: 0.01, min: 0.00001, max: 1.0, log: true, help: Learning rate}
@@ -39,7 +41,9 @@
 // Parse checks everything it can without running anything: unknown fields
 // (a typo such as "need:" is reported with its line), names, the needs
 // graph (unknown stages, cycles), sizes and durations, the parameter schema
-// and its defaults, and every ${...} reference.
+// and its defaults, every ${...} reference, and the container rules of
+// package sandbox that can be read from the text (capabilities, the form
+// of the user, a data path that is a system path).
 //
 // Command arguments and env values may refer to ${params.NAME} and to the
 // EngineVars (${code}, ${run_dir}, ${stage_dir}, ${run_id}, ${stage},

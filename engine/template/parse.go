@@ -13,6 +13,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"niuma/engine/sandbox"
+	"niuma/printable"
 	"niuma/sentinel"
 )
 
@@ -20,7 +22,7 @@ import (
 // as an unknown field (a typo such as "need:" must not be silently ignored).
 var (
 	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages", "sentinel"}
-	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add"}
+	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add", "pids_limit", "fallback"}
 	objectiveFields = []string{"metric", "goal"}
 	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help"}
 	stageFields     = []string{"name", "command", "needs", "gpus", "gpu_memory", "retries", "timeout", "env"}
@@ -36,6 +38,8 @@ var (
 
 const (
 	maxNameLen      = 64
+	maxEcho         = 120     // runes of a value a problem repeats
+	maxPidsLimit    = 1 << 22 // the kernel's own ceiling on process IDs
 	maxGPUs         = 4096
 	maxRetries      = 1000
 	maxMergeDepth   = 8
@@ -65,6 +69,12 @@ type parser struct {
 }
 
 func (p *parser) addf(line int, format string, args ...any) {
+	for i, a := range args {
+		// Whatever a problem repeats from the file is short enough to read.
+		if s, ok := a.(string); ok && len(s) > maxEcho {
+			args[i] = printable.Shorten(s, maxEcho)
+		}
+	}
 	msg := fmt.Sprintf(format, args...)
 	msg = strings.ReplaceAll(msg, "\n", " ") // one line per problem
 	p.problems = append(p.problems, Problem{Line: line, Msg: msg})
@@ -227,7 +237,9 @@ func (p *parser) template(data []byte) *Template {
 		p.addf(f.line("name"), "name is required, e.g. name: digits-mlp")
 	case t.Name == "":
 		p.addf(f.line("name"), "name is empty; give the template a name, e.g. name: digits-mlp")
-	case !templateNameRe.MatchString(t.Name) || len(t.Name) > maxNameLen:
+	case len(t.Name) > maxNameLen:
+		p.addf(f.line("name"), "%s", printable.TooLong("name", t.Name, maxNameLen))
+	case !templateNameRe.MatchString(t.Name):
 		p.addf(f.line("name"), "name %q must be letters, digits, '.', '-' and '_', starting with a letter or digit, at most %d characters", t.Name, maxNameLen)
 	}
 	t.Description = p.str(f, "description", "")
@@ -292,14 +304,31 @@ func (p *parser) runtime(f *fieldSet) Runtime {
 	}
 	const pre = "runtime: "
 	rf := p.fields(n, pre, runtimeFields, "field")
+	rt.Image = p.str(rf, "image", pre)
 	switch kind := p.str(rf, "kind", pre); kind {
-	case "", "local":
+	case "":
+		if strings.TrimSpace(rt.Image) != "" {
+			rt.Kind = "docker" // an image is a container's
+		}
+	case "local":
+		if rt.Image != "" {
+			p.addf(rf.line("image"), "runtime: kind local runs stages on the host and takes no image; "+
+				"write kind: docker to run them in containers of it (with fallback: local to allow the host when the image is missing)")
+		}
 	case "docker":
 		rt.Kind = kind
 	default:
 		p.addf(rf.line("kind"), "runtime: kind must be local or docker (got %q)", kind)
 	}
-	rt.Image = p.str(rf, "image", pre)
+	switch fb := p.str(rf, "fallback", pre); {
+	case fb == "":
+	case fb != "local":
+		p.addf(rf.line("fallback"), "runtime: fallback may only be local (got %q): the host, when the image is missing or Docker is away", fb)
+	case rt.Kind != "docker":
+		p.addf(rf.line("fallback"), "runtime: fallback: local is for kind: docker (a template of kind local runs on the host already)")
+	default:
+		rt.Fallback = fb
+	}
 	if rt.Kind == "docker" && strings.TrimSpace(rt.Image) == "" && !(rf.typos["image"] && !rf.has("image")) {
 		line := rf.line("kind")
 		if rf.has("image") {
@@ -343,7 +372,27 @@ func (p *parser) containerFields(rt *Runtime, rf *fieldSet, pre string) {
 		}
 	}
 	rt.Data = p.str(rf, "data", pre)
+	if rt.Kind == "docker" {
+		// As written; the engine checks the path again, after symlinks,
+		// once the template's directory is known.
+		if err := sandbox.MountPath(pre+"data", rt.Data); err != nil {
+			p.addf(rf.line("data"), "%v", err)
+		}
+	}
 	rt.User = p.str(rf, "user", pre)
+	if rt.User != "" {
+		if err := sandbox.UserSyntax(rt.User); err != nil {
+			p.addf(rf.line("user"), "%s%v", pre, err)
+		}
+	}
+	if n := rf.get("pids_limit"); n != nil {
+		v, err := strconv.ParseInt(scalarValue(n), 10, 64)
+		if n.Kind != yaml.ScalarNode || err != nil || v <= 0 || v > maxPidsLimit {
+			p.addf(rf.line("pids_limit"), "%spids_limit must be a positive whole number of processes and threads, such as 1024 (got %q)", pre, scalarValue(n))
+		} else {
+			rt.PidsLimit = v
+		}
+	}
 	switch nw := p.str(rf, "network", pre); nw {
 	case "", "bridge", "none":
 		rt.Network = nw
@@ -369,8 +418,8 @@ func (p *parser) containerFields(rt *Runtime, rf *fieldSet, pre string) {
 				p.addf(c.Line, "%scap_add: %q is not a capability name such as SYS_PTRACE", pre, scalarValue(c))
 				continue
 			}
-			if v == "ALL" || v == "SYS_ADMIN" {
-				p.addf(c.Line, "%scap_add: %s would undo the container's isolation; Niuma does not grant it", pre, v)
+			if err := sandbox.Capability(v); err != nil {
+				p.addf(c.Line, "%s%v", pre, err)
 				continue
 			}
 			rt.CapAdd = append(rt.CapAdd, v)
@@ -410,7 +459,10 @@ func (p *parser) objective(f *fieldSet) Objective {
 func (p *parser) param(name string, key, raw *yaml.Node) Param {
 	pre := fmt.Sprintf("parameter %q: ", name)
 	prm := Param{Name: name, Line: key.Line}
-	if !paramNameRe.MatchString(name) || len(name) > maxNameLen {
+	if len(name) > maxNameLen {
+		p.addf(key.Line, "%s", printable.TooLong("parameter name", name, maxNameLen))
+		pre = "a parameter: "
+	} else if !paramNameRe.MatchString(name) {
 		p.addf(key.Line, "parameter name %q must be lowercase letters, digits and _, starting with a letter, at most %d characters (it is used as ${params.NAME} and NIUMA_PARAM_NAME)", name, maxNameLen)
 	}
 	n := deref(raw)
@@ -685,7 +737,9 @@ func (p *parser) stage(i int, raw *yaml.Node, refs *refChecker) (Stage, []needRe
 		p.addf(st.Line, "%sname is required, e.g. name: train", pre)
 	case st.Name == "":
 		p.addf(f.line("name"), "%sname is empty; name it, e.g. name: train", pre)
-	case !stageNameRe.MatchString(st.Name) || len(st.Name) > maxNameLen:
+	case len(st.Name) > maxNameLen:
+		p.addf(f.line("name"), "%s", printable.TooLong("stage name", st.Name, maxNameLen))
+	case !stageNameRe.MatchString(st.Name):
 		p.addf(f.line("name"), "stage name %q must be lowercase letters, digits, - and _, starting with a letter, at most %d characters (it becomes a directory name)", st.Name, maxNameLen)
 	}
 

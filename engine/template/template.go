@@ -62,15 +62,21 @@ type Stage struct {
 }
 
 // Runtime says where stages run: Kind "local" (host processes) or
-// "docker" (Image is then required).
+// "docker" (containers of Image, which is then required; naming an image
+// without a kind means docker).
 //
 // The other fields tune the container of a docker stage; a local stage
 // ignores them. Zero values mean the executor's defaults (shared memory
-// 1 GiB, bridge network, no memory or CPU limit, the image's user, the
-// container removed when it ends, every capability dropped).
+// 1 GiB, bridge network, no memory or CPU limit, the user running Niuma,
+// the machine's process limit, the container removed when it ends, every
+// capability dropped). What no template can loosen is package sandbox's.
 type Runtime struct {
 	Kind  string
 	Image string
+	// Fallback "local" lets a docker template run on the host when its
+	// image is not on this machine or Docker cannot be reached, without
+	// the container's isolation; "" means its stages wait for Docker.
+	Fallback string
 	// Data is a directory of inputs (data: PATH, relative to the
 	// template's directory); ${data} names it, read-only in a container.
 	Data string
@@ -78,10 +84,11 @@ type Runtime struct {
 	ShmSizeMiB int64    // shm_size: /dev/shm; PyTorch DataLoader workers need more than Docker's 64 MB
 	MemoryMiB  int64    // memory: hard memory limit; the kernel's OOM killer enforces it
 	CPUs       float64  // cpus: CPU quota, e.g. 2.5
-	User       string   // user: "uid[:gid]" or a name the image knows
+	User       string   // user: "uid[:gid]" or root (root only where sandbox.User allows it)
 	Network    string   // network: "bridge" (default) or "none"
 	Keep       bool     // keep: leave finished containers for inspection
-	CapAdd     []string // cap_add: capabilities to keep, e.g. [SYS_PTRACE]
+	CapAdd     []string // cap_add: capabilities to keep, from sandbox.Capabilities, e.g. [SYS_PTRACE]
+	PidsLimit  int64    // pids_limit: at most this many processes and threads (below the machine's limit)
 }
 
 // Objective is the metric a run is judged by. Goal is "min" or "max";

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,9 @@ type API interface {
 	Remove(ctx context.Context, id string) error
 	// List returns the containers, running or not, carrying all labels.
 	List(ctx context.Context, labels map[string]string) ([]Summary, error)
+	// Pids returns how many processes and threads a running container
+	// holds and its limit (0: none, or unknown).
+	Pids(ctx context.Context, id string) (current, limit int64, err error)
 }
 
 // PullProgress is one step of an image pull.
@@ -289,6 +293,20 @@ func (m *Moby) List(ctx context.Context, labels map[string]string) ([]Summary, e
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// Pids implements API with one sample of the container's statistics.
+func (m *Moby) Pids(ctx context.Context, id string) (int64, int64, error) {
+	r, err := m.c.ContainerStats(ctx, id, client.ContainerStatsOptions{})
+	if err != nil {
+		return 0, 0, notFound(err)
+	}
+	defer r.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.PidsStats.Current), int64(st.PidsStats.Limit), nil
 }
 
 // PullTally adds up the per-layer progress of image pulls into one figure

@@ -35,12 +35,11 @@ const (
 const DefaultShmSizeMiB = 1024
 
 // createOptions builds the container for one attempt. It is a pure
-// function of the job, so the sandbox it asks for can be checked without a
-// daemon.
-// user is who the workload runs as when the template does not say: the
-// host user running Niuma, so that files it writes in the run directory
-// belong to that user, not to root.
-func createOptions(home, user string, job executor.Job) client.ContainerCreateOptions {
+// function of the job and of what the sandbox's rules made of it (b: the
+// user, by default the host user running Niuma so that files written in
+// the run directory are theirs; the process limit; the capabilities), so
+// the sandbox it asks for can be checked without a daemon.
+func createOptions(home string, b box, job executor.Job) client.ContainerCreateOptions {
 	c := job.Container
 	env := make([]string, 0, len(job.Env)+1)
 	for _, k := range sortedKeys(job.Env) {
@@ -51,21 +50,24 @@ func createOptions(home, user string, job executor.Job) client.ContainerCreateOp
 		// write; caches (pip, torch, matplotlib) go to /tmp instead.
 		env = append(env, "HOME=/tmp")
 	}
-	if c.User != "" {
-		user = c.User
-	}
 	labels := map[string]string{
 		LabelRun: job.RunID, LabelStage: job.Stage, LabelAttempt: strconv.Itoa(job.Attempt), LabelHome: home,
 	}
 	if c.Keep {
 		labels[LabelKeep] = "true"
 	}
-	mounts := []mount.Mount{{Type: mount.TypeBind, Source: job.RunDir, Target: RunMount}}
+	// Bind mounts are not recursive: a filesystem mounted below one of
+	// these directories stays out of the container (Docker before 25
+	// would also leave it writable under a read-only mount).
+	bind := func(src, dst string, ro bool) mount.Mount {
+		return mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro, BindOptions: &mount.BindOptions{NonRecursive: true}}
+	}
+	mounts := []mount.Mount{bind(job.RunDir, RunMount, false)}
 	if job.CodeDir != "" {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: job.CodeDir, Target: CodeMount, ReadOnly: true})
+		mounts = append(mounts, bind(job.CodeDir, CodeMount, true))
 	}
 	if job.DataDir != "" {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: job.DataDir, Target: DataMount, ReadOnly: true})
+		mounts = append(mounts, bind(job.DataDir, DataMount, true))
 	}
 	shm := c.ShmSizeMiB
 	if shm <= 0 {
@@ -84,7 +86,7 @@ func createOptions(home, user string, job executor.Job) client.ContainerCreateOp
 		IpcMode:     "private",
 		Privileged:  false,
 		CapDrop:     []string{"ALL"},
-		CapAdd:      c.CapAdd,
+		CapAdd:      b.caps,
 		SecurityOpt: []string{"no-new-privileges"},
 		ShmSize:     shm << 20,
 		// An init as PID 1 passes Stop's SIGTERM on to the workload (PID
@@ -96,6 +98,8 @@ func createOptions(home, user string, job executor.Job) client.ContainerCreateOp
 		hc.MemorySwap = hc.Memory // no swap beyond the limit: OOM is reported, not hidden
 	}
 	hc.NanoCPUs = int64(c.CPUs * 1e9)
+	pids := b.pids
+	hc.PidsLimit = &pids
 	if len(job.GPUs) > 0 {
 		ids := make([]string, len(job.GPUs))
 		for i, g := range job.GPUs {
@@ -115,7 +119,7 @@ func createOptions(home, user string, job executor.Job) client.ContainerCreateOp
 			Entrypoint: []string{}, // the stage's command is the whole command
 			Env:        env,
 			WorkingDir: RunMount,
-			User:       user,
+			User:       b.user,
 			Labels:     labels,
 		},
 		HostConfig: hc,

@@ -19,7 +19,7 @@ func baseJob() executor.Job {
 }
 
 func TestCreateOptionsHardenByDefault(t *testing.T) {
-	o := createOptions("/data", "1000:1000", baseJob())
+	o := createOptions("/data", box{user: "1000:1000", pids: 4096}, baseJob())
 	hc, cfg := o.HostConfig, o.Config
 	require.False(t, hc.Privileged)
 	require.Equal(t, []string{"ALL"}, hc.CapDrop)
@@ -32,10 +32,13 @@ func TestCreateOptionsHardenByDefault(t *testing.T) {
 	require.Zero(t, hc.Memory)
 	require.Zero(t, hc.NanoCPUs)
 	require.Empty(t, hc.DeviceRequests, "no GPU requested for a CPU stage")
+	flat := &mount.BindOptions{NonRecursive: true}
 	require.Equal(t, []mount.Mount{
-		{Type: mount.TypeBind, Source: "/home/u/niuma/runs/r", Target: RunMount},
-		{Type: mount.TypeBind, Source: "/home/u/tmpl", Target: CodeMount, ReadOnly: true},
-	}, hc.Mounts)
+		{Type: mount.TypeBind, Source: "/home/u/niuma/runs/r", Target: RunMount, BindOptions: flat},
+		{Type: mount.TypeBind, Source: "/home/u/tmpl", Target: CodeMount, ReadOnly: true, BindOptions: flat},
+	}, hc.Mounts, "not recursive: what is mounted below these directories stays out")
+	require.NotNil(t, hc.PidsLimit)
+	require.Equal(t, int64(4096), *hc.PidsLimit, "a fork bomb stops at the limit")
 	require.Equal(t, RunMount, cfg.WorkingDir)
 	require.Equal(t, "1000:1000", cfg.User)
 	require.Equal(t, []string{"python3", "/niuma/code/train.py"}, []string(cfg.Cmd))
@@ -80,14 +83,18 @@ func TestCreateOptionsFromTheTemplate(t *testing.T) {
 			func(t *testing.T, hc *container.HostConfig, _ *container.Config) {
 				require.Equal(t, container.NetworkMode("none"), hc.NetworkMode)
 			}},
-		{"user from the template", func(j *executor.Job) { j.Container.User = "nobody" },
+		{"user from the template", func(j *executor.Job) { j.Container.User = "1001:1001" },
 			func(t *testing.T, _ *container.HostConfig, cfg *container.Config) {
-				require.Equal(t, "nobody", cfg.User)
+				require.Equal(t, "1001:1001", cfg.User)
 			}},
-		{"capabilities the template keeps", func(j *executor.Job) { j.Container.CapAdd = []string{"SYS_PTRACE"} },
+		{"capabilities the template keeps", func(j *executor.Job) { j.Container.CapAdd = []string{"cap_sys_ptrace"} },
 			func(t *testing.T, hc *container.HostConfig, _ *container.Config) {
 				require.Equal(t, []string{"ALL"}, hc.CapDrop)
 				require.Equal(t, []string{"SYS_PTRACE"}, hc.CapAdd)
+			}},
+		{"a lower process limit", func(j *executor.Job) { j.Container.PidsLimit = 64 },
+			func(t *testing.T, hc *container.HostConfig, _ *container.Config) {
+				require.Equal(t, int64(64), *hc.PidsLimit)
 			}},
 		{"keep is a label Sweep honours", func(j *executor.Job) { j.Container.Keep = true },
 			func(t *testing.T, _ *container.HostConfig, cfg *container.Config) {
@@ -97,7 +104,8 @@ func TestCreateOptionsFromTheTemplate(t *testing.T) {
 			func(t *testing.T, hc *container.HostConfig, _ *container.Config) { require.Len(t, hc.Mounts, 1) }},
 		{"a data dir is mounted read-only", func(j *executor.Job) { j.DataDir = "/srv/digits" },
 			func(t *testing.T, hc *container.HostConfig, _ *container.Config) {
-				require.Contains(t, hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: "/srv/digits", Target: DataMount, ReadOnly: true})
+				require.Contains(t, hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: "/srv/digits", Target: DataMount, ReadOnly: true,
+					BindOptions: &mount.BindOptions{NonRecursive: true}})
 			}},
 		{"the template's HOME wins", func(j *executor.Job) { j.Env = map[string]string{"HOME": "/niuma/run"} },
 			func(t *testing.T, _ *container.HostConfig, cfg *container.Config) {
@@ -111,7 +119,14 @@ func TestCreateOptionsFromTheTemplate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			j := baseJob()
 			tt.edit(&j)
-			o := createOptions("/data", "1000:1000", j)
+			// The sandbox's answer on what is not a path (these paths are
+			// not on this machine).
+			x := &Executor{UID: 1000, GID: 1000, PidsLimit: 4096}
+			noPaths := j
+			noPaths.RunDir, noPaths.CodeDir, noPaths.DataDir = "", "", ""
+			b, err := x.check(noPaths)
+			require.NoError(t, err)
+			o := createOptions("/data", b, j)
 			tt.check(t, o.HostConfig, o.Config)
 			require.Regexp(t, `^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`, o.Name)
 		})

@@ -137,19 +137,29 @@ func TestKeepLeavesTheContainer(t *testing.T) {
 	require.Empty(t, removed, "Sweep leaves containers the template asked to keep")
 }
 
+// An image that is not here is pulled; while it cannot be, the stage
+// waits with the reason and the way out, and nothing is created.
 func TestMissingImageThatCannotBePulled(t *testing.T) {
 	f := newFixture(t)
 	job := f.job("a", "x")
 	job.Image = "niuma-test/does-not-exist:never"
-	var events []PullProgress
-	f.x.OnPull = func(p PullProgress) { events = append(events, p) }
 	_, err := f.x.Start(context.Background(), job)
-	require.Error(t, err)
-	require.NotErrorIs(t, err, executor.ErrUnavailable, "a failed pull fails the stage; it does not wait for the daemon")
-	msg := err.Error()
-	require.Contains(t, msg, "niuma-test/does-not-exist:never is not on this machine and could not be pulled")
-	require.Contains(t, msg, "make demo-image", "a hint")
-	require.Regexp(t, `pulled: .+;`, msg, "the daemon's reason")
+	require.ErrorIs(t, err, executor.ErrUnavailable, "the stage waits for the image; it does not fail")
+	require.Contains(t, err.Error(), "pulling image niuma-test/does-not-exist:never")
+	var msg string
+	require.Eventually(t, func() bool {
+		err := f.x.PrepareImage(context.Background(), job.Image)
+		require.ErrorIs(t, err, executor.ErrUnavailable)
+		msg = err.Error()
+		return strings.Contains(msg, "could not be pulled")
+	}, 60*time.Second, 50*time.Millisecond)
+	require.Contains(t, msg, "image niuma-test/does-not-exist:never is not on this machine and could not be pulled (")
+	require.Contains(t, msg, "`make demo-image`", "a hint")
+	require.Contains(t, msg, "`docker pull niuma-test/does-not-exist:never`")
+	require.Contains(t, msg, "or run on the host with --executor local")
+	require.Regexp(t, `pulled \(.+\): `, msg, "the daemon's reason")
+	_, err = f.x.Start(context.Background(), job)
+	require.Contains(t, err.Error(), "could not be pulled", "no new pull before PullRetry")
 	require.Empty(t, f.containers())
 }
 

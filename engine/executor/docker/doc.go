@@ -6,13 +6,23 @@
 // run, stage, attempt and Niuma data directory: a restarted Niuma finds its
 // own containers by them (Recover, Sweep) and never another install's.
 //
-// Every container is hardened by default: no privileges, no new privileges,
-// every capability dropped (a template may keep some with cap_add), its own
-// PID and IPC namespaces, and a bridge or no network, never the host's.
-// The run directory is mounted read-write at /niuma/run (the working
-// directory), the template's directory read-only at /niuma/code and its
-// data directory, if it names one, read-only at /niuma/data. GPUs are
-// requested by UUID through HostConfig.DeviceRequests (capability "gpu").
+// Every container is hardened: no privileges, no new privileges, every
+// capability dropped (a template may add some of package sandbox's
+// allow-list), its own PID and IPC namespaces, a bridge or no network,
+// never the host's, the user running Niuma (root only where sandbox.User
+// allows it) and a process limit (PidsLimit; a template may only lower
+// it). Check applies package sandbox's rules to a job, and Start applies
+// them again to every container it creates, the last line: no system path,
+// no directory holding a socket. The run directory is mounted read-write
+// at /niuma/run (the working directory), the template's directory
+// read-only at /niuma/code and its data directory, if it names one,
+// read-only at /niuma/data, none of them recursively. GPUs are requested
+// by UUID through HostConfig.DeviceRequests (capability "gpu").
+//
+// A container seen at its process limit ends with a reason that says so;
+// one that stays there for PidsStuck (a fork bomb) is stopped. An image
+// that is not here is pulled in the background (PrepareImage); meanwhile,
+// and after a failed pull, the stage waits with the reason and the way out.
 //
 // Output is demultiplexed into the same stdout and stderr files the local
 // executor writes, so the engine reads metrics the same way. When Niuma

@@ -13,35 +13,58 @@ import (
 	"github.com/moby/moby/api/types/container"
 
 	"niuma/engine/executor"
+	"niuma/engine/sandbox"
 )
 
 // Executor runs attempts as containers.
 type Executor struct {
 	api  API
 	home string
-	// User runs workloads whose template names no user; New sets the
-	// uid:gid of this process.
-	User string
+	// UID and GID are the user running Niuma: containers run as them
+	// unless the template names another user (see sandbox.User). New
+	// sets this process's.
+	UID, GID int
+	// AllowRoot lets templates run containers as root when UID is not
+	// root (the user's sandbox.RootSetting).
+	AllowRoot bool
+	// PidsLimit is the most processes and threads a container may hold;
+	// templates may only lower it. Default sandbox.DefaultPidsLimit.
+	PidsLimit int64
+	// SocketDir is the directory of the Docker socket this executor talks
+	// to, which no container may be given. New reads it from DOCKER_HOST.
+	SocketDir string
 	// OnPull, when set, sees the progress of every image pull.
 	OnPull func(PullProgress)
 	// RetryInterval is how often a handle whose daemon went away tries
 	// again. Default 1s.
 	RetryInterval time.Duration
+	// PullRetry is how long after a failed pull an image is pulled again
+	// for a stage that waits for it. Default 1 min.
+	PullRetry time.Duration
+	// PidsPoll is how often a running container's process count is read;
+	// PidsStuck how long a container may stay at its process limit (a fork
+	// bomb, or a workload that can start no thread) before it is stopped.
+	// Defaults 1s and 10s.
+	PidsPoll, PidsStuck time.Duration
 
 	mu     sync.Mutex
-	pulls  map[string]*pull // one pull per image at a time
+	pulls  map[string]*pull     // the latest pull of each image
+	walked map[string]time.Time // code and data directories found to hold no socket, and when
 	pingAt time.Time
 	pingOK error
 }
 
 type pull struct {
-	done chan struct{}
+	done chan struct{} // closed when the pull has ended
+	at   time.Time     // when it ended
 	err  error
 }
 
 // New returns an executor over api for the Niuma data directory home.
 func New(api API, home string) *Executor {
-	return &Executor{api: api, home: home, User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()), RetryInterval: time.Second, pulls: map[string]*pull{}}
+	return &Executor{api: api, home: home, UID: os.Getuid(), GID: os.Getgid(), PidsLimit: sandbox.DefaultPidsLimit,
+		SocketDir: socketDir(os.Getenv("DOCKER_HOST")), RetryInterval: time.Second, PullRetry: time.Minute,
+		PidsPoll: time.Second, PidsStuck: 10 * time.Second, pulls: map[string]*pull{}}
 }
 
 // Name implements executor.Executor.
@@ -84,7 +107,8 @@ func (x *Executor) MapPaths(runDir, codeDir, dataDir string) (run, code, data st
 	return run, code, data
 }
 
-// CheckImage implements executor.ImageChecker.
+// CheckImage implements executor.ImageChecker: nil when the daemon
+// answers and the image is here. It pulls nothing.
 func (x *Executor) CheckImage(ctx context.Context, image string) error {
 	if err := x.Available(ctx); err != nil {
 		return err
@@ -92,11 +116,63 @@ func (x *Executor) CheckImage(ctx context.Context, image string) error {
 	ok, err := x.api.ImageExists(ctx, image)
 	switch {
 	case err != nil:
-		return fmt.Errorf("look up image %s: %w", image, err)
+		return &executor.Waiting{Reason: fmt.Sprintf("look up image %s: %v", image, err)}
 	case !ok:
-		return fmt.Errorf("image %s is not on this machine (docker pull or build it; for the bundled demo: make demo-image)", image)
+		return &executor.Waiting{Reason: fmt.Sprintf("image %s is not on this machine: %s", image, imageHint(image))}
 	}
 	return nil
+}
+
+// imageHint says how to get an image, or do without it.
+func imageHint(image string) string {
+	return fmt.Sprintf("build or load it here (for the bundled demo: `make demo-image`) or `docker pull %s`", image)
+}
+
+// every says a period in words: "minute", else "30s".
+func every(d time.Duration) string {
+	if d == time.Minute {
+		return "minute"
+	}
+	return d.String()
+}
+
+// PrepareImage implements executor.ImagePreparer: nil when the image is
+// here; otherwise it starts a pull (one per image at a time, again after
+// PullRetry when one failed) and says what the stage waits for.
+func (x *Executor) PrepareImage(ctx context.Context, image string) error {
+	if err := x.Available(ctx); err != nil {
+		return err
+	}
+	ok, err := x.api.ImageExists(ctx, image)
+	if err != nil {
+		return &executor.Waiting{Reason: fmt.Sprintf("look up image %s: %v", image, err)}
+	}
+	if ok {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if p := x.pulls[image]; p != nil {
+		select {
+		case <-p.done:
+			if p.err != nil && time.Since(p.at) < x.PullRetry {
+				return &executor.Waiting{Reason: fmt.Sprintf("image %s is not on this machine and could not be pulled (%v): %s; "+
+					"or run on the host with --executor local (Niuma tries the pull again every %s)", image, p.err, imageHint(image), every(x.PullRetry))}
+			}
+		default:
+			return &executor.Waiting{Reason: fmt.Sprintf("pulling image %s, which is not on this machine yet", image)}
+		}
+	}
+	p := &pull{done: make(chan struct{})}
+	x.pulls[image] = p
+	go func() {
+		err := x.api.Pull(context.Background(), image, x.OnPull)
+		x.mu.Lock()
+		p.err, p.at = err, time.Now()
+		x.mu.Unlock()
+		close(p.done)
+	}()
+	return &executor.Waiting{Reason: fmt.Sprintf("pulling image %s, which is not on this machine yet", image)}
 }
 
 // ImageDigest implements engine.ImageDigester: the ID of the local image
@@ -143,13 +219,24 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	if err := x.Available(ctx); err != nil {
 		return nil, err
 	}
-	if err := x.ensureImage(ctx, job.Image); err != nil {
+	// The sandbox's rules, the last line: whatever the engine checked at
+	// submit, the paths may have changed since. The stage's directory is
+	// made first (the run directory's path having passed as written), so
+	// that the run directory can be resolved.
+	if err := sandbox.MountPath("the run directory", job.RunDir, x.SocketDir); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(job.StageDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create stage dir: %w", err)
 	}
-	opts := createOptions(x.home, x.User, job)
+	b, err := x.check(job)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.PrepareImage(ctx, job.Image); err != nil {
+		return nil, err
+	}
+	opts := createOptions(x.home, b, job)
 	id, err := x.api.Create(ctx, opts)
 	if err != nil {
 		if isConflict(err) {
@@ -198,6 +285,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	}
 	go h.follow(out, errf, so, se, copied)
 	go h.monitor(first)
+	go h.watchPids()
 	return h, nil
 }
 
@@ -227,6 +315,7 @@ func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string
 	se := &skipWriter{w: errf, skip: fileSize(job.StderrPath)}
 	go h.follow(out, errf, so, se, nil)
 	go h.monitor(nil)
+	go h.watchPids()
 	return h, nil
 }
 
@@ -260,41 +349,6 @@ func (x *Executor) Sweep(ctx context.Context, owned []string) ([]string, error) 
 			strings.TrimPrefix(c.Name, "/"), c.Labels[LabelRun], c.Labels[LabelStage], c.Labels[LabelAttempt], c.State))
 	}
 	return removed, nil
-}
-
-// ensureImage pulls the image when it is not present, one pull per image.
-func (x *Executor) ensureImage(ctx context.Context, image string) error {
-	ok, err := x.api.ImageExists(ctx, image)
-	if err != nil {
-		return fmt.Errorf("look up image %s: %w", image, err)
-	}
-	if ok {
-		return nil
-	}
-	x.mu.Lock()
-	p := x.pulls[image]
-	if p == nil {
-		p = &pull{done: make(chan struct{})}
-		x.pulls[image] = p
-		go func() {
-			p.err = x.api.Pull(context.Background(), image, x.OnPull)
-			x.mu.Lock()
-			delete(x.pulls, image)
-			x.mu.Unlock()
-			close(p.done)
-		}()
-	}
-	x.mu.Unlock()
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if p.err != nil {
-		return fmt.Errorf("image %s is not on this machine and could not be pulled: %v; "+
-			"build or load it here (for the demo: make demo-image), or run where its registry is reachable, then retry the run", image, p.err)
-	}
-	return nil
 }
 
 // explain turns the daemon's words for known setup problems into advice.

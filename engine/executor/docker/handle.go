@@ -32,6 +32,9 @@ type handle struct {
 
 	stopped atomic.Bool // Stop was called: a SIGKILL is ours, not the OOM killer's
 
+	pidsLimit   atomic.Int64 // the process limit, once the container was seen at it
+	pidsStopped atomic.Bool  // stopped for staying at its process limit
+
 	logsDone chan struct{} // closed when the output has been copied to the end
 	done     chan struct{}
 	exit     executor.Exit // set before done is closed
@@ -203,7 +206,14 @@ func (h *handle) monitor(first <-chan WaitResult) {
 			h.pause()
 			continue
 		case !st.Running:
-			h.finish(exitAfter(st, h.job.Container.MemoryMiB, h.stopped.Load(), away), true)
+			ex := exitAfter(st, h.job.Container.MemoryMiB, h.stopped.Load(), away)
+			if why := h.pidsReason(ex.Code); why != "" && !ex.OOMKilled && !ex.Interrupted && (!ex.Success() || h.pidsStopped.Load()) {
+				ex.Reason = why
+				if ex.Code == 0 {
+					ex.Code = -1 // stopped for its limit, whatever its own exit said
+				}
+			}
+			h.finish(ex, true)
 			return
 		}
 		away = false // it survived whatever happened to the daemon

@@ -302,6 +302,8 @@ func (d *fakeDaemon) Remove(_ context.Context, id string) error {
 	return nil
 }
 
+func (d *fakeDaemon) Pids(context.Context, string) (int64, int64, error) { return 1, 0, nil }
+
 func (d *fakeDaemon) List(_ context.Context, labels map[string]string) ([]Summary, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

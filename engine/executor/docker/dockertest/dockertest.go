@@ -22,8 +22,20 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// Image is the test image's name.
-const Image = "niuma-test/workload:1"
+// Image is the test image's name. Its tag follows the workload's source,
+// so that checkouts with different workloads, sharing one daemon, each
+// keep their own image instead of re-importing over each other's.
+var Image = "niuma-test/workload:" + sourceTag()
+
+// sourceTag is the first 12 hex digits of the SHA-256 of workload/main.go.
+func sourceTag() string {
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "workload", "main.go"))
+	if err != nil {
+		return "1"
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))[:12]
+}
 
 // sumLabel holds the SHA-256 of the workload binary in the image.
 const sumLabel = "niuma.test.workload.sha256"

@@ -10,12 +10,15 @@
 //	workload args ARG...          print each argument on its own line
 //	workload hold N READY GO M    print steps 1..N, create READY, wait for
 //	                              GO to exist, print steps N+1..M
+//	workload forkbomb             fork children that each hold a process
+//	                              for ever, and keep forking, as a fork bomb does
 package main
 
 import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -70,6 +73,8 @@ func main() {
 			time.Sleep(20 * time.Millisecond)
 		}
 		metrics(num(a, 0)+1, num(a, 3))
+	case "forkbomb":
+		forkbomb()
 	default:
 		fail("unknown op " + os.Args[1])
 	}
@@ -95,4 +100,42 @@ func num(a []string, i int) int {
 func fail(msg string) {
 	fmt.Fprintln(os.Stderr, "workload:", msg)
 	os.Exit(100)
+}
+
+// forkbomb forks single-threaded children that pause for ever, and keeps
+// forking when the kernel refuses, as a fork bomb does. It reports the
+// first refusal and how many children it made.
+func forkbomb() {
+	made, told := 0, false
+	for {
+		pid, errno := forkPause()
+		if errno == 0 {
+			made++
+			continue
+		}
+		if !told {
+			told = true
+			fmt.Fprintf(os.Stderr, "workload: fork after %d children: %v\n", made, errno)
+			fmt.Printf("{\"step\": 1, \"children\": %d}\n", made)
+		}
+		_ = pid
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// forkPause forks; the child, which has only this thread of the Go
+// runtime, touches nothing of it and pauses until killed.
+//
+//go:nosplit
+func forkPause() (uintptr, syscall.Errno) {
+	pid, _, errno := syscall.RawSyscall(syscall.SYS_FORK, 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	if pid == 0 {
+		for {
+			syscall.RawSyscall(syscall.SYS_PAUSE, 0, 0, 0)
+		}
+	}
+	return pid, 0
 }

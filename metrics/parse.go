@@ -7,13 +7,13 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"niuma/metrics/textrule"
 )
 
-// KV is one numeric member of a metric line: the member name and its value.
-type KV struct {
-	Key   string
-	Value float64
-}
+// KV is one numeric member of a metric line: the member name and its
+// value (the same type the text rules produce).
+type KV = textrule.KV
 
 // Record is one parsed metric line: its step and its numeric members other
 // than the one that gave the step, in the order in which the names first

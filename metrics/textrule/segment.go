@@ -297,3 +297,23 @@ func equalFold(b []byte, s string) bool {
 	}
 	return true
 }
+
+// NextSegment splits the first segment off a line already free of escapes
+// (see StripEscapes): the text up to the next '\r', trimmed. rest is what
+// follows; seg may be empty (a blank segment).
+func NextSegment(line []byte) (seg, rest []byte) {
+	if i := bytes.IndexByte(line, '\r'); i >= 0 {
+		return bytes.TrimSpace(line[:i]), line[i+1:]
+	}
+	return bytes.TrimSpace(line), nil
+}
+
+// StripEscapes returns line without terminal escape sequences, using
+// scratch when there are any (line itself otherwise).
+func StripEscapes(line []byte, scratch *[]byte) []byte {
+	if bytes.IndexByte(line, 0x1b) < 0 {
+		return line
+	}
+	*scratch = stripEscapes((*scratch)[:0], line)
+	return *scratch
+}

@@ -101,7 +101,6 @@ func groupDigits(n int) string {
 	return s
 }
 
-
 func processAlive(pid int) bool {
 	if pid <= 0 {
 		return false

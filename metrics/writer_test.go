@@ -248,7 +248,6 @@ func TestWriterConcurrentProducers(t *testing.T) {
 	assert.Equal(t, uint64(4000), w.Stats().Points)
 }
 
-
 // A store that fails for a passing cause (disk full) loses nothing: the
 // batch is tried again, the backlog says how many points wait and why, and
 // everything is stored, in order, once the store works again.

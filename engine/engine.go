@@ -324,7 +324,9 @@ func (e *Engine) Run(ctx context.Context, idOrPrefix string) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, err
 	}
-	return runInfo(r, paramMap([]byte(r.Params)), stages, attempts), nil
+	info := runInfo(r, paramMap([]byte(r.Params)), stages, attempts)
+	info.MetricsWaiting = e.MetricsWaiting(id)
+	return info, nil
 }
 
 // Runs lists runs, newest first; limit 0 means all.

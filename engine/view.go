@@ -45,6 +45,9 @@ type RunInfo struct {
 	// ExecutorNote, set by Submit only, says why the run got another
 	// executor than its template asks for (e.g. its image is missing).
 	ExecutorNote string `json:"executor_note,omitempty"`
+	// MetricsWaiting, set by Run, says how many of the run's metric points
+	// wait to be stored and why ("" when none): see Engine.MetricsWaiting.
+	MetricsWaiting string `json:"metrics_waiting,omitempty"`
 }
 
 // StageInfo is the read model of one stage of a run.

@@ -399,6 +399,20 @@ func (s *Sentinel) EndAttempt(run, stage string, attempt int) {
 	delete(s.queued, attemptKey{run, stage, 0})
 }
 
+// Hold tells the hang detector that the attempts' metrics are held back
+// (the engine's readers wait for the database) as of now: every attempt
+// that has reported counts as having reported at now, so the silence while
+// they wait is never called a hang.
+func (s *Sentinel) Hold(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, at := range s.attempts {
+		if !at.lastWall.IsZero() && now.After(at.lastWall) {
+			at.lastWall = now
+		}
+	}
+}
+
 // Tick runs the time-based metric detector (hang) at now: every attempt that
 // has reported metrics and not ended, whose last line is older than
 // max(HangMin, HangFactor × its median gap). The engine calls it

@@ -14,8 +14,11 @@ type Point struct {
 	Attempt    int
 	Key        string
 	Step       int64
-	Value      float64   // NaN and ±Inf are what the NaN detector looks for
-	Wall       time.Time // when Niuma read the line; the hang detector's clock
+	Value      float64 // NaN and ±Inf are what the NaN detector looks for
+	// Wall is when Niuma received the point: the hang detector's clock.
+	// Never the workload's own time (a TensorBoard event's wall_time): a
+	// file written yesterday and read now arrived now.
+	Wall time.Time
 }
 
 // Throttle is a bit set of the reasons a GPU runs below its top clocks, with

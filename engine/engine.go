@@ -193,6 +193,10 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		os.RemoveAll(dir)
 		return RunInfo{}, err
 	}
+	if err := writeInterpreters(dir, prov.Inputs.Runtime.Interpreters); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, fmt.Errorf("write the run's interpreters: %w", err)
+	}
 	run := storage.Run{
 		ID: id, Template: t.Name, TemplateVersion: t.Version, TemplateSource: t.Source,
 		TemplateYAML: string(t.YAML), CodeDir: t.Dir, Params: string(params), Seed: seed,
@@ -326,6 +330,7 @@ func (e *Engine) Run(ctx context.Context, idOrPrefix string) (RunInfo, error) {
 	}
 	info := runInfo(r, paramMap([]byte(r.Params)), stages, attempts)
 	info.MetricsWaiting = e.MetricsWaiting(id)
+	e.failures(ctx, &info)
 	return info, nil
 }
 

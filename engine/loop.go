@@ -599,6 +599,7 @@ func (e *Engine) handle(ctx context.Context, r result) {
 // finish closes the current attempt of a stage and decides what follows:
 // success, a retry after backoff, failure, or cancellation.
 func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit executor.Exit) {
+	e.diagnose(ctx, lr, ls, exit) // why it failed; may prepare a retry (cuda_oom)
 	now := time.Now()
 	st, a := &ls.st, &ls.attempt
 	ls.handle = nil

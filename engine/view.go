@@ -63,6 +63,9 @@ type StageInfo struct {
 	StartedAt   time.Time     `json:"started_at,omitzero"`
 	FinishedAt  time.Time     `json:"finished_at,omitzero"`
 	History     []AttemptInfo `json:"history"`
+	// Failure, for a failed stage, is why its last attempt failed (set by
+	// Engine.Run).
+	Failure *FailureInfo `json:"failure,omitempty"`
 }
 
 // AttemptInfo is one attempt of a stage.

@@ -331,6 +331,11 @@ func (e *Engine) Run(ctx context.Context, idOrPrefix string) (RunInfo, error) {
 	info := runInfo(r, paramMap([]byte(r.Params)), stages, attempts)
 	info.MetricsWaiting = e.MetricsWaiting(id)
 	e.failures(ctx, &info)
+	if r.State.Done() {
+		if sums, err := e.store.MetricSummaries(ctx, id); err == nil {
+			info.ObjectiveMissing = objectiveMissing(r, sums)
+		}
+	}
 	return info, nil
 }
 

@@ -48,6 +48,10 @@ type RunInfo struct {
 	// MetricsWaiting, set by Run, says how many of the run's metric points
 	// wait to be stored and why ("" when none): see Engine.MetricsWaiting.
 	MetricsWaiting string `json:"metrics_waiting,omitempty"`
+	// ObjectiveMissing, set by Run for a finished run, says that its
+	// template's objective metric never appeared ("" when it did, or the
+	// run has no objective).
+	ObjectiveMissing string `json:"objective_missing,omitempty"`
 }
 
 // StageInfo is the read model of one stage of a run.
@@ -88,6 +92,9 @@ type Point struct {
 	Step    int64     `json:"step"`
 	Value   float64   `json:"value"`
 	Wall    time.Time `json:"wall,omitzero"`
+	// Seq is the point's place in its series' arrival order (1, 2, ...):
+	// points that share a step are all kept, and Seq tells them apart.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // ParamPairs lists the run's parameters as "name=value", sorted by name.
@@ -137,5 +144,5 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 }
 
 func pointFrom(p storage.MetricPoint) Point {
-	return Point{Stage: p.Stage, Attempt: p.Attempt, Key: p.Key, Step: p.Step, Value: p.Value, Wall: p.Wall}
+	return Point{Stage: p.Stage, Attempt: p.Attempt, Key: p.Key, Step: p.Step, Value: p.Value, Wall: p.Wall, Seq: p.Seq}
 }

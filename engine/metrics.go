@@ -108,8 +108,6 @@ func objectiveMissing(r storage.Run, series []storage.SeriesSummary) string {
 		"); check the objective's name in the template against what the stage reports"
 }
 
-
-
 // metricsStatusPath is where the owner's metrics writer says, while the
 // database fails, how many points wait (read by every other process).
 func metricsStatusPath(home string) string { return filepath.Join(home, "metrics-status.json") }

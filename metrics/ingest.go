@@ -155,6 +155,10 @@ func (in *Ingestor) json(seg []byte) bool {
 	return true
 }
 
+// add turns one record's values into points. It is the one place where
+// every point read from a stream is born: a limit on what a stage may
+// report (say, on its number of distinct keys) belongs here, and in the
+// TensorBoard and CSV followers' emit, the other two births.
 func (in *Ingestor) add(step int64, source string, vals []KV) {
 	// A step above every skip mark cannot be skipped: no map lookups.
 	checkSkip := in.skip != nil && step <= in.maxSkip

@@ -79,9 +79,9 @@ func Diagnose(f Failure) (h Hint, ok bool) {
 		return "", nil
 	}
 	if line, _ := find(shmRe); line != "" {
-		fix := "give the stage more shared memory: in a container, raise runtime: {shm_size: 8GiB} (Docker's default is 64 MiB); on the host, enlarge /dev/shm; or use fewer DataLoader workers (num_workers)"
+		fix := "give the stage more shared memory: on the host, enlarge /dev/shm (mount -o remount,size=8G /dev/shm); in a container, raise runtime: {shm_size: 8GiB}; or use fewer DataLoader workers (num_workers)"
 		if f.Container {
-			now := "Docker's default, 64 MiB"
+			now := "1 GiB, Niuma's default"
 			if f.ShmSizeMiB > 0 {
 				now = fmt.Sprintf("%d MiB", f.ShmSizeMiB)
 			}

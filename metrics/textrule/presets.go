@@ -141,7 +141,8 @@ var (
 //	1875/1875 ━━━━━━━━━━━━━━━━━━━━ 3s 1ms/step - accuracy: 0.8803 - loss: 0.4211 - val_accuracy: 0.9565
 //
 // The step is (epoch-1)·batches + batch. Keras shows the mean over the
-// epoch so far, which restarts every epoch: the records say so.
+// epoch so far, which restarts every epoch (the sentinel recognises such
+// restarts in the values themselves).
 func (m *Matcher) keras(seg []byte, _ int64) (Record, bool) {
 	if mm := kerasEpochRe.FindSubmatch(seg); mm != nil {
 		m.st.Epoch, _ = parseStep(mm[1])
@@ -168,7 +169,7 @@ func (m *Matcher) keras(seg []byte, _ int64) (Record, bool) {
 	if known && total > 0 {
 		m.st.Total = total
 	}
-	rec := Record{Step: batch, StepSource: "batch", Values: m.vals, RunningMean: true}
+	rec := Record{Step: batch, StepSource: "batch", Values: m.vals}
 	if m.st.Epoch >= 1 && m.st.Total > 0 {
 		rec.Step, rec.StepSource = (m.st.Epoch-1)*m.st.Total+batch, "epoch/batch"
 	}

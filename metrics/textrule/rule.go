@@ -77,9 +77,6 @@ type Record struct {
 	Step       int64
 	StepSource string // what gave the step: a key or group name, "counter", "line", "epoch/batch"
 	Values     []KV
-	// RunningMean marks values that are means over the epoch so far (Keras
-	// progress lines): they restart at every epoch.
-	RunningMean bool
 }
 
 // Matcher is a compiled rule with its state (counters, the epoch a

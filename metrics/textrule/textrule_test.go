@@ -122,7 +122,7 @@ func TestPresetKeras(t *testing.T) {
 		"128/128 - 0s - loss: 2.9102 - accuracy: 0.1586 - 358ms/epoch - 3ms/step",
 	)
 	require.Len(t, recs, 5)
-	assert.Equal(t, Record{Step: 1875, StepSource: "epoch/batch", RunningMean: true,
+	assert.Equal(t, Record{Step: 1875, StepSource: "epoch/batch",
 		Values: []KV{{"loss", 0.2983}, {"accuracy", 0.9134}, {"val_loss", 0.1448}, {"val_accuracy", 0.9567}}}, recs[0])
 	assert.Equal(t, int64(1876), recs[1].Step)
 	assert.Equal(t, int64(1875+938), recs[2].Step)

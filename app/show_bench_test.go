@@ -18,7 +18,9 @@ import (
 //
 //   - summaries: what show does, reading the summaries kept on write;
 //   - scan: what it did before, counting each series by reading its
-//     points (storage's MetricSeries), for comparison.
+//     points (storage's MetricSeries), for comparison;
+//   - curve: what a run view reads to draw one of the 500,000-point
+//     series, its envelope in 1,000 buckets (MetricSeriesEnvelope).
 func BenchmarkShow2MPoints(b *testing.B) {
 	home := b.TempDir()
 	b.Setenv("NIUMA_HOME", home)
@@ -75,6 +77,14 @@ func BenchmarkShow2MPoints(b *testing.B) {
 			}
 			if total != 4*perSeries {
 				b.Fatal(fmt.Sprint(total))
+			}
+		}
+	})
+	b.Run("curve", func(b *testing.B) {
+		for b.Loop() {
+			pts, err := db.MetricSeriesEnvelope(ctx, id, "train", "loss", 1000)
+			if err != nil || len(pts) < 1000 {
+				b.Fatalf("%d points (%v)", len(pts), err)
 			}
 		}
 	})

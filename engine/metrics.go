@@ -133,3 +133,19 @@ func (e *Engine) MetricsWaiting(runID string) string {
 func (e *Engine) metricsFaulted() bool {
 	return e.writer != nil && e.writer.Backlog().Reason != ""
 }
+
+// SeriesEnvelope is Series for drawing a long curve: about buckets
+// stretches of arrival order, each as its highest and lowest point and its
+// first NaN, by step (storage.MetricSeriesEnvelope). A short series comes
+// back whole.
+func (e *Engine) SeriesEnvelope(ctx context.Context, runID, stage, key string, buckets int) ([]Point, error) {
+	pts, err := e.store.MetricSeriesEnvelope(ctx, runID, stage, key, buckets)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Point, len(pts))
+	for i, p := range pts {
+		out[i] = pointFrom(p)
+	}
+	return out, nil
+}

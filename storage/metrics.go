@@ -651,3 +651,56 @@ func Transient(err error) (reason string, ok bool) {
 	}
 	return "", false
 }
+
+// MetricSeriesEnvelope is MetricSeries for drawing a long series: it cuts
+// the latest attempt's points into about buckets stretches of arrival
+// order and returns, of each, the point with the highest value, the one
+// with the lowest, and the first NaN (so no spike and no NaN is lost),
+// ordered by step and arrival. A series with at most 2·buckets points
+// comes back whole. It reads one b-tree range and returns few rows, so a
+// curve of millions of points is drawn at once.
+func (db *DB) MetricSeriesEnvelope(ctx context.Context, runID, stage, key string, buckets int) ([]MetricPoint, error) {
+	var (
+		id      int64
+		attempt int
+		n       int64
+	)
+	err := db.r.QueryRowContext(ctx, `SELECT id, attempt, points FROM metric_series
+		WHERE run_id = ? AND stage = ? AND key = ? ORDER BY attempt DESC LIMIT 1`, runID, stage, key).Scan(&id, &attempt, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
+	}
+	if buckets <= 0 || n <= int64(2*buckets) {
+		return db.MetricSeries(ctx, runID, stage, key)
+	}
+	width := (n + int64(buckets) - 1) / int64(buckets)
+	// SQLite returns the other columns of the row that gave max() / min().
+	rows, err := db.r.QueryContext(ctx, `
+SELECT step, seq, max(value), wall_ns FROM metric_points WHERE series_id = ?1 AND value IS NOT NULL GROUP BY (seq - 1) / ?2
+UNION
+SELECT step, seq, min(value), wall_ns FROM metric_points WHERE series_id = ?1 AND value IS NOT NULL GROUP BY (seq - 1) / ?2
+UNION
+SELECT step, min(seq), NULL, wall_ns FROM metric_points WHERE series_id = ?1 AND value IS NULL GROUP BY (seq - 1) / ?2
+ORDER BY 1, 2`, id, width)
+	if err != nil {
+		return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
+	}
+	defer rows.Close()
+	out := make([]MetricPoint, 0, 3*buckets)
+	for rows.Next() {
+		var (
+			v    sql.NullFloat64
+			wall sql.NullInt64
+		)
+		p := MetricPoint{RunID: runID, Stage: stage, Key: key, Attempt: attempt}
+		if err := rows.Scan(&p.Step, &p.Seq, &v, &wall); err != nil {
+			return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
+		}
+		p.Value, p.Wall = floatOf(v), timeOf(wall)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

@@ -1243,3 +1243,39 @@ func TestMigrationToSequencedPointsKeepsPoints(t *testing.T) {
 	require.Len(t, got, 5)
 	assert.Equal(t, int64(5), got[4].Seq)
 }
+
+func TestMetricSeriesEnvelopeKeepsPeaksAndNaNs(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	createTestRun(t, db, "r", ts(0))
+	pts := make([]MetricPoint, 10000)
+	for i := range pts {
+		v := 1.0 / float64(i+1)
+		switch i {
+		case 5000:
+			v = 50 // a spike
+		case 7777:
+			v = math.NaN()
+		}
+		pts[i] = MetricPoint{RunID: "r", Stage: "train", Attempt: 1, Key: "loss", Step: int64(i / 2), Value: v}
+	}
+	require.NoError(t, db.InsertMetricPoints(ctx, pts))
+	got, err := db.MetricSeriesEnvelope(ctx, "r", "train", "loss", 100)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(got), 300)
+	assert.GreaterOrEqual(t, len(got), 100)
+	var spike, nan bool
+	for i, p := range got {
+		if i > 0 {
+			prev := got[i-1]
+			require.True(t, prev.Step < p.Step || (prev.Step == p.Step && prev.Seq < p.Seq), "ordered by step, then arrival")
+		}
+		spike = spike || p.Value == 50
+		nan = nan || math.IsNaN(p.Value)
+	}
+	assert.True(t, spike, "the spike is kept")
+	assert.True(t, nan, "the NaN is kept")
+	whole, err := db.MetricSeriesEnvelope(ctx, "r", "train", "loss", 10000)
+	require.NoError(t, err)
+	assert.Len(t, whole, 10000, "a short series comes back whole")
+}

@@ -20,7 +20,7 @@ import (
 //   - scan: what it did before, counting each series by reading its
 //     points (storage's MetricSeries), for comparison;
 //   - curve: what a run view reads to draw one of the 500,000-point
-//     series, its envelope in 1,000 buckets (MetricSeriesEnvelope).
+//     series: about 1,000 points with its extremes (MetricSeriesEnvelope).
 func BenchmarkShow2MPoints(b *testing.B) {
 	home := b.TempDir()
 	b.Setenv("NIUMA_HOME", home)

@@ -134,10 +134,9 @@ func (e *Engine) metricsFaulted() bool {
 	return e.writer != nil && e.writer.Backlog().Reason != ""
 }
 
-// SeriesEnvelope is Series for drawing a long curve: about buckets
-// stretches of arrival order, each as its highest and lowest point and its
-// first NaN, by step (storage.MetricSeriesEnvelope). A short series comes
-// back whole.
+// SeriesEnvelope is Series for drawing a long curve: about buckets points
+// evenly by arrival, plus the extremes and NaNs, by step
+// (storage.MetricSeriesEnvelope). A short series comes back whole.
 func (e *Engine) SeriesEnvelope(ctx context.Context, runID, stage, key string, buckets int) ([]Point, error) {
 	pts, err := e.store.MetricSeriesEnvelope(ctx, runID, stage, key, buckets)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -76,6 +77,10 @@ type summary struct {
 	lastValue                  sql.NullFloat64
 	lastWall                   sql.NullInt64
 	stepSource                 string
+	// where the extremes and the first non-finite value are, and the
+	// lowest step: a curve's envelope is read by seeks from them
+	minAtStep, minAtSeq, maxAtStep, maxAtSeq sql.NullInt64
+	nfAtStep, nfAtSeq, minStep               sql.NullInt64
 }
 
 // add takes one more point, the summary's points+1-th: it returns its seq.
@@ -88,14 +93,25 @@ func (s *summary) add(p *MetricPoint) int64 {
 	if !s.maxStep.Valid || p.Step > s.maxStep.Int64 {
 		s.maxStep = sql.NullInt64{Int64: p.Step, Valid: true}
 	}
+	if !s.minStep.Valid || p.Step < s.minStep.Int64 {
+		s.minStep = sql.NullInt64{Int64: p.Step, Valid: true}
+	}
+	at := func(step, sq *sql.NullInt64) {
+		*step, *sq = sql.NullInt64{Int64: p.Step, Valid: true}, sql.NullInt64{Int64: seq, Valid: true}
+	}
 	if v := p.Value; math.IsNaN(v) || math.IsInf(v, 0) {
 		s.nonfinite++
+		if !s.nfAtStep.Valid {
+			at(&s.nfAtStep, &s.nfAtSeq)
+		}
 	} else {
 		if !s.min.Valid || v < s.min.Float64 {
 			s.min = sql.NullFloat64{Float64: v, Valid: true}
+			at(&s.minAtStep, &s.minAtSeq)
 		}
 		if !s.max.Valid || v > s.max.Float64 {
 			s.max = sql.NullFloat64{Float64: v, Valid: true}
+			at(&s.maxAtStep, &s.maxAtSeq)
 		}
 	}
 	if !s.lastStep.Valid || p.Step >= s.lastStep.Int64 {
@@ -163,12 +179,15 @@ func (w *metricWriter) prepare(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	if w.getSummary, err = db.PrepareContext(ctx, `SELECT points, repeats, nonfinite, min_value, max_value,
-		max_step, last_step, last_seq, last_value, last_wall_ns, step_source FROM metric_series WHERE id = ?`); err != nil {
+		max_step, last_step, last_seq, last_value, last_wall_ns, step_source,
+		min_at_step, min_at_seq, max_at_step, max_at_seq, nonfinite_at_step, nonfinite_at_seq, min_step
+		FROM metric_series WHERE id = ?`); err != nil {
 		return err
 	}
 	if w.setSummary, err = db.PrepareContext(ctx, `UPDATE metric_series SET points = ?, repeats = ?, nonfinite = ?,
 		min_value = ?, max_value = ?, max_step = ?, last_step = ?, last_seq = ?, last_value = ?, last_wall_ns = ?,
-		step_source = ? WHERE id = ?`); err != nil {
+		step_source = ?, min_at_step = ?, min_at_seq = ?, max_at_step = ?, max_at_seq = ?,
+		nonfinite_at_step = ?, nonfinite_at_seq = ?, min_step = ? WHERE id = ?`); err != nil {
 		return err
 	}
 	if w.setCursor, err = db.PrepareContext(ctx, `INSERT INTO metric_cursors (run_id, stage, attempt, source, offset, state)
@@ -371,7 +390,8 @@ func (db *DB) insertGrouped(ctx context.Context, pts []MetricPoint, cursors []Me
 			s := &w.series[j]
 			var sum summary
 			if err := get.QueryRowContext(bg, s.id).Scan(&sum.points, &sum.repeats, &sum.nonfinite, &sum.min, &sum.max,
-				&sum.maxStep, &sum.lastStep, &sum.lastSeq, &sum.lastValue, &sum.lastWall, &sum.stepSource); err != nil {
+				&sum.maxStep, &sum.lastStep, &sum.lastSeq, &sum.lastValue, &sum.lastWall, &sum.stepSource,
+				&sum.minAtStep, &sum.minAtSeq, &sum.maxAtStep, &sum.maxAtSeq, &sum.nfAtStep, &sum.nfAtSeq, &sum.minStep); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
 					// The cached series is gone: the same answer as the
 					// foreign key would give, so the caller looks it up again.
@@ -385,7 +405,8 @@ func (db *DB) insertGrouped(ctx context.Context, pts []MetricPoint, cursors []Me
 			}
 			from = to
 			if _, err := set.ExecContext(bg, sum.points, sum.repeats, sum.nonfinite, sum.min, sum.max, sum.maxStep,
-				sum.lastStep, sum.lastSeq, sum.lastValue, sum.lastWall, sum.stepSource, s.id); err != nil {
+				sum.lastStep, sum.lastSeq, sum.lastValue, sum.lastWall, sum.stepSource,
+				sum.minAtStep, sum.minAtSeq, sum.maxAtStep, sum.maxAtSeq, sum.nfAtStep, sum.nfAtSeq, sum.minStep, s.id); err != nil {
 				return usedCache, fmt.Errorf("update summary of series %s: %w", s.k.key, err)
 			}
 		}
@@ -652,55 +673,113 @@ func Transient(err error) (reason string, ok bool) {
 	return "", false
 }
 
-// MetricSeriesEnvelope is MetricSeries for drawing a long series: it cuts
-// the latest attempt's points into about buckets stretches of arrival
-// order and returns, of each, the point with the highest value, the one
-// with the lowest, and the first NaN (so no spike and no NaN is lost),
-// ordered by step and arrival. A series with at most 2·buckets points
-// comes back whole. It reads one b-tree range and returns few rows, so a
-// curve of millions of points is drawn at once.
+// MetricSeriesEnvelope is MetricSeries for drawing a long series: about
+// buckets points spread evenly over its steps (the first point at or after
+// each of buckets evenly spaced steps), plus its lowest and highest points
+// and its first NaN or ±Inf (kept where the summary says they are), ordered
+// by step and arrival. A series with at most 2·buckets points comes back
+// whole. Each point is one index seek, so a curve of millions of points is
+// read at once; a series whose steps span fewer than buckets values (many
+// points at one step) is sampled by arrival in one pass instead.
 func (db *DB) MetricSeriesEnvelope(ctx context.Context, runID, stage, key string, buckets int) ([]MetricPoint, error) {
 	var (
-		id      int64
-		attempt int
-		n       int64
+		id                    int64
+		attempt               int
+		n                     int64
+		minStep, maxStep      sql.NullInt64
+		loStep, loSeq, hiStep sql.NullInt64
+		hiSeq, nfStep, nfSeq  sql.NullInt64
 	)
-	err := db.r.QueryRowContext(ctx, `SELECT id, attempt, points FROM metric_series
-		WHERE run_id = ? AND stage = ? AND key = ? ORDER BY attempt DESC LIMIT 1`, runID, stage, key).Scan(&id, &attempt, &n)
+	err := db.r.QueryRowContext(ctx, `SELECT id, attempt, points, min_step, max_step, min_at_step, min_at_seq,
+		max_at_step, max_at_seq, nonfinite_at_step, nonfinite_at_seq FROM metric_series
+		WHERE run_id = ? AND stage = ? AND key = ? ORDER BY attempt DESC LIMIT 1`, runID, stage, key).Scan(
+		&id, &attempt, &n, &minStep, &maxStep, &loStep, &loSeq, &hiStep, &hiSeq, &nfStep, &nfSeq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
 	}
-	if buckets <= 0 || n <= int64(2*buckets) {
+	if buckets <= 0 || n <= int64(2*buckets) || !minStep.Valid || !maxStep.Valid {
 		return db.MetricSeries(ctx, runID, stage, key)
 	}
-	width := (n + int64(buckets) - 1) / int64(buckets)
-	// SQLite returns the other columns of the row that gave max() / min().
-	rows, err := db.r.QueryContext(ctx, `
-SELECT step, seq, max(value), wall_ns FROM metric_points WHERE series_id = ?1 AND value IS NOT NULL GROUP BY (seq - 1) / ?2
-UNION
-SELECT step, seq, min(value), wall_ns FROM metric_points WHERE series_id = ?1 AND value IS NOT NULL GROUP BY (seq - 1) / ?2
-UNION
-SELECT step, min(seq), NULL, wall_ns FROM metric_points WHERE series_id = ?1 AND value IS NULL GROUP BY (seq - 1) / ?2
-ORDER BY 1, 2`, id, width)
-	if err != nil {
+	fail := func(err error) ([]MetricPoint, error) {
 		return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
 	}
-	defer rows.Close()
-	out := make([]MetricPoint, 0, 3*buckets)
-	for rows.Next() {
+	conn, err := db.r.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	type at struct{ step, seq int64 }
+	seen := map[at]bool{}
+	var out []MetricPoint
+	scan := func(row interface{ Scan(...any) error }) error {
 		var (
 			v    sql.NullFloat64
 			wall sql.NullInt64
 		)
 		p := MetricPoint{RunID: runID, Stage: stage, Key: key, Attempt: attempt}
-		if err := rows.Scan(&p.Step, &p.Seq, &v, &wall); err != nil {
-			return nil, fmt.Errorf("metric series %s of stage %s of run %s: %w", key, stage, runID, err)
+		if err := row.Scan(&p.Step, &p.Seq, &v, &wall); err != nil {
+			return err
 		}
-		p.Value, p.Wall = floatOf(v), timeOf(wall)
-		out = append(out, p)
+		if k := (at{p.Step, p.Seq}); !seen[k] {
+			seen[k] = true
+			p.Value, p.Wall = floatOf(v), timeOf(wall)
+			out = append(out, p)
+		}
+		return nil
 	}
-	return out, rows.Err()
+	span := maxStep.Int64 - minStep.Int64
+	if span >= int64(buckets) {
+		seek, err := conn.PrepareContext(ctx, `SELECT step, seq, value, wall_ns FROM metric_points
+			WHERE series_id = ? AND step >= ? ORDER BY step, seq LIMIT 1`)
+		if err != nil {
+			return fail(err)
+		}
+		defer seek.Close()
+		for i := 0; i <= buckets; i++ {
+			s := minStep.Int64 + int64(float64(span)*float64(i)/float64(buckets))
+			if err := scan(seek.QueryRowContext(ctx, id, s)); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fail(err)
+			}
+		}
+	} else {
+		every := (n + int64(buckets) - 1) / int64(buckets)
+		rows, err := conn.QueryContext(ctx, `SELECT step, seq, value, wall_ns FROM metric_points
+			WHERE series_id = ? AND (seq - 1) % ? = 0 ORDER BY step, seq`, id, every)
+		if err != nil {
+			return fail(err)
+		}
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				rows.Close()
+				return fail(err)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fail(err)
+		}
+	}
+	one, err := conn.PrepareContext(ctx, `SELECT step, seq, value, wall_ns FROM metric_points WHERE series_id = ? AND step = ? AND seq = ?`)
+	if err != nil {
+		return fail(err)
+	}
+	defer one.Close()
+	for _, e := range [][2]sql.NullInt64{{loStep, loSeq}, {hiStep, hiSeq}, {nfStep, nfSeq}} {
+		if !e[0].Valid || !e[1].Valid {
+			continue
+		}
+		if err := scan(one.QueryRowContext(ctx, id, e[0].Int64, e[1].Int64)); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fail(err)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Step != out[j].Step {
+			return out[i].Step < out[j].Step
+		}
+		return out[i].Seq < out[j].Seq
+	})
+	return out, nil
 }

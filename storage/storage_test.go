@@ -1244,7 +1244,7 @@ func TestMigrationToSequencedPointsKeepsPoints(t *testing.T) {
 	assert.Equal(t, int64(5), got[4].Seq)
 }
 
-func TestMetricSeriesEnvelopeKeepsPeaksAndNaNs(t *testing.T) {
+func TestMetricSeriesEnvelopeKeepsExtremesAndNaNs(t *testing.T) {
 	db := openTestDB(t)
 	ctx := context.Background()
 	createTestRun(t, db, "r", ts(0))
@@ -1278,4 +1278,28 @@ func TestMetricSeriesEnvelopeKeepsPeaksAndNaNs(t *testing.T) {
 	whole, err := db.MetricSeriesEnvelope(ctx, "r", "train", "loss", 10000)
 	require.NoError(t, err)
 	assert.Len(t, whole, 10000, "a short series comes back whole")
+}
+
+func TestMetricSeriesEnvelopeOfPointsAtOneStep(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	createTestRun(t, db, "r", ts(0))
+	pts := make([]MetricPoint, 5000)
+	for i := range pts {
+		pts[i] = MetricPoint{RunID: "r", Stage: "train", Attempt: 1, Key: "reward", Step: 0, Value: float64(i % 97)}
+	}
+	pts[4321].Value = 1000
+	require.NoError(t, db.InsertMetricPoints(ctx, pts))
+	got, err := db.MetricSeriesEnvelope(ctx, "r", "train", "reward", 50)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(got), 50)
+	assert.LessOrEqual(t, len(got), 53)
+	var top float64
+	for i, p := range got {
+		if i > 0 {
+			require.Less(t, got[i-1].Seq, p.Seq, "in arrival order within the step")
+		}
+		top = max(top, p.Value)
+	}
+	assert.Equal(t, 1000.0, top)
 }

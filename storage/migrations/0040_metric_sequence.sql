@@ -28,6 +28,15 @@ ALTER TABLE metric_series ADD COLUMN last_seq    INTEGER;
 ALTER TABLE metric_series ADD COLUMN last_value  REAL;
 ALTER TABLE metric_series ADD COLUMN last_wall_ns INTEGER;
 ALTER TABLE metric_series ADD COLUMN step_source TEXT NOT NULL DEFAULT '';
+-- Where the extremes and the first non-finite value are, (step, seq), so a
+-- curve's envelope is read by a few index seeks.
+ALTER TABLE metric_series ADD COLUMN min_at_step INTEGER;
+ALTER TABLE metric_series ADD COLUMN min_at_seq  INTEGER;
+ALTER TABLE metric_series ADD COLUMN max_at_step INTEGER;
+ALTER TABLE metric_series ADD COLUMN max_at_seq  INTEGER;
+ALTER TABLE metric_series ADD COLUMN nonfinite_at_step INTEGER;
+ALTER TABLE metric_series ADD COLUMN nonfinite_at_seq  INTEGER;
+ALTER TABLE metric_series ADD COLUMN min_step    INTEGER;
 
 CREATE TABLE metric_points_seq (
     series_id INTEGER NOT NULL REFERENCES metric_series (id) ON DELETE CASCADE,
@@ -56,12 +65,24 @@ UPDATE metric_series SET
     max_value  = (SELECT max(value) FROM metric_points p WHERE p.series_id = metric_series.id
                      AND p.value NOT IN (9e999, -9e999)),
     max_step   = (SELECT max(step) FROM metric_points p WHERE p.series_id = metric_series.id),
+    min_step   = (SELECT min(step) FROM metric_points p WHERE p.series_id = metric_series.id),
     last_step  = (SELECT max(step) FROM metric_points p WHERE p.series_id = metric_series.id),
     step_source = 'step';
 UPDATE metric_series SET
     last_seq     = (SELECT seq FROM metric_points p WHERE p.series_id = metric_series.id AND p.step = metric_series.last_step),
     last_value   = (SELECT value FROM metric_points p WHERE p.series_id = metric_series.id AND p.step = metric_series.last_step),
     last_wall_ns = (SELECT wall_ns FROM metric_points p WHERE p.series_id = metric_series.id AND p.step = metric_series.last_step)
+ WHERE points > 0;
+UPDATE metric_series SET
+    min_at_step = (SELECT step FROM metric_points p WHERE p.series_id = metric_series.id AND p.value = metric_series.min_value ORDER BY step LIMIT 1),
+    max_at_step = (SELECT step FROM metric_points p WHERE p.series_id = metric_series.id AND p.value = metric_series.max_value ORDER BY step LIMIT 1),
+    nonfinite_at_step = (SELECT step FROM metric_points p WHERE p.series_id = metric_series.id
+                            AND (p.value IS NULL OR p.value IN (9e999, -9e999)) ORDER BY step LIMIT 1)
+ WHERE points > 0;
+UPDATE metric_series SET
+    min_at_seq = (SELECT seq FROM metric_points p WHERE p.series_id = metric_series.id AND p.step = metric_series.min_at_step),
+    max_at_seq = (SELECT seq FROM metric_points p WHERE p.series_id = metric_series.id AND p.step = metric_series.max_at_step),
+    nonfinite_at_seq = (SELECT seq FROM metric_points p WHERE p.series_id = metric_series.id AND p.step = metric_series.nonfinite_at_step)
  WHERE points > 0;
 
 -- The flat shape, for ad-hoc queries and exports.

@@ -52,6 +52,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/template/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLine -fuzztime=30s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzString -fuzztime=30s ./printable/
+	$(GO) test -run='^$$' -fuzz=FuzzParseLenient -fuzztime=30s ./metrics/
+	$(GO) test -run='^$$' -fuzz=FuzzMatch -fuzztime=30s ./metrics/textrule/
+	$(GO) test -run='^$$' -fuzz=FuzzHParams -fuzztime=20s ./metrics/
+	$(GO) test -run='^$$' -fuzz=FuzzCSVRow -fuzztime=20s ./metrics/
 
 # The real window under Xvfb with simulated GPUs and real demo runs, driven
 # to each main view; PNGs in docs/screenshots/ (look at them).

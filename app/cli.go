@@ -48,6 +48,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = c.gpus(ctx, rest)
 	case "sim":
 		err = c.simCmd(ctx, rest)
+	case "import":
+		err = c.importCmd(ctx, rest)
 	case "engine":
 		err = c.engineCmd(ctx, rest)
 	case "window", "gui":
@@ -136,6 +138,8 @@ Usage:
                                 the GPUs, their load and the runs on them
   niuma sim --trace FILE [--policy herd|bestfit|fifo] [--gpus 8x80GiB] [--load 0.8] [--json]
                                 replay a Philly or PAI trace through the shepherd
+  niuma import tensorboard LOGDIR [--json]
+                                bring a TensorBoard logdir's runs (scalars, hparams) into the archive
   niuma engine [--until-idle]   drive queued and running runs in the foreground
   niuma version
 

@@ -226,10 +226,36 @@ func buildReport(ctx context.Context, src reportSource, ids []string) (*report.R
 	return rep, nil
 }
 
+// reportError leads with why the run failed: each failed stage's
+// recognised cause and fix, then the engine's reason; and says when
+// metric points wait or the objective never appeared.
+func reportError(info engine.RunInfo) string {
+	var parts []string
+	for _, st := range info.Stages {
+		if f := st.Failure; f != nil && f.Summary != "" {
+			p := fmt.Sprintf("stage %s, attempt %d: %s", st.Name, f.Attempt, f.Summary)
+			if f.Fix != "" {
+				p += ". Fix: " + f.Fix
+			}
+			parts = append(parts, p)
+		}
+	}
+	if info.Error != "" {
+		parts = append(parts, info.Error)
+	}
+	if info.MetricsWaiting != "" {
+		parts = append(parts, info.MetricsWaiting)
+	}
+	if info.ObjectiveMissing != "" {
+		parts = append(parts, info.ObjectiveMissing)
+	}
+	return strings.Join(parts, ". ")
+}
+
 func reportRun(ctx context.Context, src reportSource, info engine.RunInfo) (report.Run, error) {
 	r := report.Run{
 		ID: info.ID, Template: info.Template, TemplateVersion: info.TemplateVersion, TemplateSource: info.TemplateSource,
-		State: string(info.State), Error: info.Error, Seed: info.Seed, Executor: info.Executor, Fingerprint: info.Fingerprint,
+		State: string(info.State), Error: reportError(info), Seed: info.Seed, Executor: info.Executor, Fingerprint: info.Fingerprint,
 		Created: info.CreatedAt, Started: info.StartedAt, Finished: info.FinishedAt,
 	}
 	names := make([]string, 0, len(info.Params))

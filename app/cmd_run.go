@@ -190,7 +190,7 @@ func (c *cli) waitRun(ctx context.Context, eng *engine.Engine, id string) (engin
 		case ev, ok := <-sub.C:
 			if ok && ev.Kind == engine.Metrics && ev.RunID == id && time.Since(lastMetrics[ev.Stage]) > 3*time.Second {
 				lastMetrics[ev.Stage] = time.Now()
-				fmt.Fprintf(c.out, "  %-12s %s\n", ev.Stage, printable.String(formatPoints(ev.Points)))
+				fmt.Fprintln(c.out, fitWidth(fmt.Sprintf("  %-12s %s", ev.Stage, printable.String(formatPoints(ev.Points))), termWidth(c.out)))
 			}
 		case <-tick.C:
 		}

@@ -147,11 +147,15 @@ type showJSON struct {
 }
 
 type metricJSON struct {
-	Stage  string `json:"stage"`
-	Key    string `json:"key"`
-	Points int    `json:"points"`
-	Step   int64  `json:"last_step"`
-	Value  number `json:"last_value"`
+	Stage      string  `json:"stage"`
+	Key        string  `json:"key"`
+	Points     int64   `json:"points"`
+	Repeats    int64   `json:"repeated_steps"`
+	Step       int64   `json:"last_step"`
+	Value      number  `json:"last_value"`
+	Min        *number `json:"min,omitempty"`
+	Max        *number `json:"max,omitempty"`
+	StepSource string  `json:"step_source,omitempty"`
 }
 
 func (c *cli) show(ctx context.Context, args []string) error {
@@ -177,17 +181,21 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		return err
 	}
 	c.noteIdle(s, []engine.RunInfo{r})
-	last, err := s.engine.LastMetrics(ctx, r.ID)
+	// The series' summaries are kept as points are written: no point is
+	// read, however many the run has.
+	infos, err := s.engine.MetricSeriesInfo(ctx, r.ID)
 	if err != nil {
 		return err
 	}
 	var ms []metricJSON
-	for _, p := range last {
-		series, err := s.engine.Series(ctx, r.ID, p.Stage, p.Key)
-		if err != nil {
-			return err
+	for _, si := range infos {
+		m := metricJSON{Stage: si.Stage, Key: si.Key, Points: si.Points, Repeats: si.Repeats, Step: si.Last.Step,
+			Value: number(si.Last.Value), StepSource: si.StepSource}
+		if !math.IsNaN(si.Min) {
+			lo, hi := number(si.Min), number(si.Max)
+			m.Min, m.Max = &lo, &hi
 		}
-		ms = append(ms, metricJSON{Stage: p.Stage, Key: p.Key, Points: len(series), Step: p.Step, Value: number(p.Value)})
+		ms = append(ms, m)
 	}
 	anomalies, err := s.engine.Anomalies(ctx, r.ID)
 	if err != nil {
@@ -208,6 +216,13 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, " — %s", p(r.Error))
 	}
 	fmt.Fprintln(c.out)
+	writeFailures(c.out, r)
+	if r.MetricsWaiting != "" {
+		fmt.Fprintf(c.out, "metrics   %s\n", p(r.MetricsWaiting))
+	}
+	if r.ObjectiveMissing != "" {
+		fmt.Fprintf(c.out, "objective %s\n", p(r.ObjectiveMissing))
+	}
 	fmt.Fprintf(c.out, "params    %s\n", p(strings.Join(r.ParamPairs(), " ")))
 	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s\n", r.Seed, r.Priority, p(r.Executor))
 	if r.Fingerprint != "" {
@@ -236,13 +251,20 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	}
 	if len(ms) > 0 {
 		fmt.Fprintln(c.out)
-		tw = newTable(c.out, "STAGE", "METRIC", "LAST", "STEP", "POINTS")
+		tw = newTable(c.out, "STAGE", "METRIC", "LAST", "STEP", "POINTS", "REPEATED", "MIN", "MAX")
 		for _, m := range ms {
-			tw.row(m.Stage, m.Key, formatValue(float64(m.Value)), strconv.FormatInt(m.Step, 10), strconv.Itoa(m.Points))
+			lo, hi := "-", "-"
+			if m.Min != nil {
+				lo, hi = formatValue(float64(*m.Min)), formatValue(float64(*m.Max))
+			}
+			tw.row(m.Stage, m.Key, formatValue(float64(m.Value)), strconv.FormatInt(m.Step, 10),
+				strconv.FormatInt(m.Points, 10), strconv.FormatInt(m.Repeats, 10), lo, hi)
 		}
 		if err := tw.flush(); err != nil {
 			return err
 		}
+	} else if started(r) && r.State != engine.Cancelled {
+		fmt.Fprintln(c.out, "\nno metrics captured: print JSON lines ({\"step\": 1, \"loss\": 0.5}), write TensorBoard or CSV logs, or name a preset or pattern under the stage's metrics: (see the stage contract in the README)")
 	}
 	if len(anomalies) > 0 {
 		fmt.Fprintln(c.out, "\nANOMALIES")
@@ -262,6 +284,41 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+func started(r engine.RunInfo) bool {
+	for _, st := range r.Stages {
+		if st.Attempts > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// writeFailures leads with why each failed stage failed: the recognised
+// cause and its fix, then the last lines of its stderr.
+func writeFailures(w io.Writer, r engine.RunInfo) {
+	for _, st := range r.Stages {
+		f := st.Failure
+		if f == nil {
+			continue
+		}
+		what := f.Summary
+		if what == "" {
+			what = st.Reason
+		}
+		fmt.Fprintf(w, "failed    stage %s, attempt %d: %s\n", st.Name, f.Attempt, what)
+		if f.Fix != "" {
+			fmt.Fprintf(w, "  fix     %s\n", f.Fix)
+		}
+		for i, l := range f.Tail {
+			label := "        "
+			if i == 0 {
+				label = "  stderr"
+			}
+			fmt.Fprintf(w, "%s  %s\n", label, l)
+		}
+	}
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -66,9 +66,12 @@ func (e *Engine) Dismiss(ctx context.Context, runID string, anomalyID int64) err
 // the attempt's goroutine; what the template wants done about an anomaly is
 // decided on the loop's.
 func (e *Engine) observe(ctx context.Context, pts []storage.MetricPoint) {
+	// The sentinel's clock is the arrival here, not the point's own wall
+	// time: a TensorBoard file's events may be days old.
+	now := time.Now()
 	sp := make([]sentinel.Point, len(pts))
 	for i, p := range pts {
-		sp[i] = sentinel.Point{Run: p.RunID, Stage: p.Stage, Attempt: p.Attempt, Key: p.Key, Step: p.Step, Value: p.Value, Wall: p.Wall}
+		sp[i] = sentinel.Point{Run: p.RunID, Stage: p.Stage, Attempt: p.Attempt, Key: p.Key, Step: p.Step, Value: p.Value, Wall: now}
 	}
 	for _, a := range e.sent.ObserveAll(sp) {
 		e.recordAnomaly(ctx, a)
@@ -82,7 +85,14 @@ func (e *Engine) observe(ctx context.Context, pts []storage.MetricPoint) {
 // tickSentinel lets time-based detectors (a hang: no metric for too long)
 // speak. It runs on the loop's goroutine.
 func (e *Engine) tickSentinel(ctx context.Context) {
-	for _, a := range e.sent.Tick(time.Now()) {
+	now := time.Now()
+	if e.metricsFaulted() {
+		// The readers wait for the database: silence is no hang. The
+		// detectors' clock restarts once points flow again.
+		e.sent.Hold(now)
+		return
+	}
+	for _, a := range e.sent.Tick(now) {
 		e.recordAnomaly(ctx, a)
 		if lr := e.runs[a.Run]; lr != nil {
 			if ls := lr.stage(a.Stage); ls != nil && ls.st.State == storage.StageRunning && ls.st.Attempts == a.Attempt {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"niuma/engine/executor"
+	"niuma/engine/template"
 	"niuma/metrics"
 	"niuma/storage"
 )
@@ -33,74 +33,18 @@ func (e *Engine) launch(ctx context.Context, x executor.Executor, job executor.J
 	if !e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, handle: h}) {
 		return
 	}
-	e.watch(ctx, h, job, timeoutSec, nil, 0)
+	e.watch(ctx, h, job, timeoutSec, 0)
 }
 
-// watch follows a running attempt's stdout into metrics and reports its
-// end. skip holds, per metric key, the last step already stored (for an
-// adopted attempt whose log is read again). When ctx ends first (this
-// process stops owning the data dir), the attempt is left running for the
-// next owner to adopt.
-func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job, timeoutSec int64, skip map[string]int64, elapsed time.Duration) {
-	ing := metrics.NewIngestor(e.writer, job.RunID, job.Stage, job.Attempt, skip)
-	follower := &metrics.Follower{Path: job.StdoutPath, OnLine: func(line []byte, _ int64) {
-		pts, ok := ing.Line(line, time.Now())
-		if !ok || len(pts) == 0 {
-			return
-		}
-		ev := Event{Kind: Metrics, RunID: job.RunID, Stage: job.Stage, Points: make([]Point, len(pts))}
-		for i, p := range pts {
-			ev.Points[i] = pointFrom(p)
-		}
-		e.events.Publish(ev)
-		e.observe(ctx, pts)
-	}}
-	// TensorBoard scalars the stage writes under its tb/ directory are
-	// metrics too. Event files older than this attempt belong to an earlier
-	// one (the slack absorbs the time between the start and this call).
-	tbDir := filepath.Join(filepath.Dir(job.StdoutPath), "tb")
-	tb := &metrics.TBFollower{Dir: tbDir, RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt,
-		Writer: e.writer, Skip: skip, Since: time.Now().Add(-elapsed - time.Second), Logger: e.log,
-		OnPoints: func(pts []storage.MetricPoint) {
-			ev := Event{Kind: Metrics, RunID: job.RunID, Stage: job.Stage, Points: make([]Point, len(pts))}
-			for i, p := range pts {
-				ev.Points[i] = pointFrom(p)
-			}
-			e.events.Publish(ev)
-			e.observe(ctx, pts)
-		},
-		// A damaged event file is worth a line in the run's record (once
-		// per file): its curves have a gap or end early.
-		OnProblem: func(path string, err error) {
-			if _, aerr := e.store.AddEvent(context.WithoutCancel(ctx), storage.Event{RunID: job.RunID, Stage: job.Stage,
-				Kind: "tensorboard_damaged", Severity: storage.SeverityInfo,
-				Message: fmt.Sprintf("TensorBoard event file %s is damaged (%v); its readable scalars were kept", filepath.Base(path), err),
-				Fix:     "nothing to do unless curves are missing: a writer killed mid-record or a disk error leaves such a file"}); aerr != nil {
-				e.log.Warn("record a damaged TensorBoard file", "err", aerr)
-			}
-		}}
-	fctx, stopFollow := context.WithCancel(context.Background())
-	followed := make(chan struct{}, 2)
-	go func() {
-		defer func() { followed <- struct{}{} }()
-		if err := follower.Run(fctx); err != nil && fctx.Err() == nil {
-			e.log.Warn("follow stage output", "file", job.StdoutPath, "err", err)
-		}
-	}()
-	go func() {
-		defer func() { followed <- struct{}{} }()
-		if err := tb.Run(fctx); err != nil && fctx.Err() == nil {
-			e.log.Warn("follow TensorBoard logs", "dir", tbDir, "err", err)
-		}
-	}()
-	endFollow := func() {
-		follower.Stop()
-		tb.Stop()
-		stopFollow()
-		<-followed
-		<-followed
+// watch follows a running attempt's metrics and reports its end. When ctx
+// ends first (this process stops owning the data dir), the attempt is left
+// running for the next owner to adopt, which reads its metrics on from the
+// cursors stored with them.
+func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job, timeoutSec int64, elapsed time.Duration) {
+	c := e.collector(ctx, job, elapsed)
+	if err := c.Start(ctx); err != nil {
+		e.log.Warn("follow the stage's metrics", "run", job.RunID, "stage", job.Stage, "err", err)
 	}
-
 	var timedOut <-chan time.Time
 	if timeoutSec > 0 {
 		left := time.Duration(timeoutSec)*time.Second - elapsed
@@ -120,7 +64,7 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 	for {
 		select {
 		case <-ctx.Done():
-			endFollow()
+			c.Abandon()
 			if r, ok := h.(executor.Releaser); ok {
 				r.Release()
 			}
@@ -134,13 +78,13 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 				_ = h.Stop(sctx, e.opts.StopGrace)
 			}()
 		case ex := <-waited:
-			endFollow()
-			e.sent.EndAttempt(job.RunID, job.Stage, job.Attempt)
-			fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			if err := e.writer.Flush(fctx); err != nil {
-				e.log.Warn("flush metrics", "err", err)
+			// The attempt's end is reported only once all its points are
+			// stored (the database may be full or locked for a while):
+			// a stage never succeeds with points missing.
+			if !e.settleMetrics(ctx, c) {
+				return // this process stops owning the attempt; the next owner settles it
 			}
-			cancel()
+			e.sent.EndAttempt(job.RunID, job.Stage, job.Attempt)
 			if timeoutNote != "" && !ex.Success() {
 				ex.Reason = timeoutNote
 			}
@@ -157,5 +101,84 @@ func (e *Engine) report(ctx context.Context, r result) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// collector is the metrics collector of one attempt: stdout, stderr, the
+// stage's metrics.jsonl, TensorBoard files and CSV logs, with the stage's
+// `metrics:`, `tensorboard:` and `csv:` from the run's template. Points go
+// to live subscribers and the sentinel as they are read.
+func (e *Engine) collector(ctx context.Context, job executor.Job, elapsed time.Duration) *metrics.Collector {
+	publish := func(pts []storage.MetricPoint) {
+		ev := Event{Kind: Metrics, RunID: job.RunID, Stage: job.Stage, Points: make([]Point, len(pts))}
+		for i, p := range pts {
+			ev.Points[i] = pointFrom(p)
+		}
+		e.events.Publish(ev)
+		e.observe(ctx, pts)
+	}
+	return &metrics.Collector{
+		Store: e.store, Writer: e.writer, RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt,
+		RunDir: job.RunDir, StageDir: job.StageDir, Stdout: job.StdoutPath, Stderr: job.StderrPath,
+		Sources: e.metricSources(ctx, job.RunID, job.Stage),
+		// Files older than this attempt belong to an earlier one (the
+		// slack absorbs the time between the start and this call).
+		Since: time.Now().Add(-elapsed - time.Second), Logger: e.log, OnPoints: publish,
+		// What the user should know about the sources (a damaged event
+		// file, a preset that matches nothing) is a line in the run's
+		// record, once.
+		OnNote: func(kind, msg, fix string) {
+			if _, err := e.store.AddEvent(context.WithoutCancel(ctx), storage.Event{RunID: job.RunID, Stage: job.Stage,
+				Kind: kind, Severity: storage.SeverityInfo, Message: msg, Fix: fix, At: time.Now()}); err != nil {
+				e.log.Warn("record a note about the stage's metrics", "kind", kind, "err", err)
+			}
+		},
+	}
+}
+
+// metricSources reads a stage's metric sources from its run's template.
+func (e *Engine) metricSources(ctx context.Context, runID, stage string) metrics.Sources {
+	r, err := e.store.GetRun(ctx, runID)
+	if err != nil {
+		return metrics.Sources{}
+	}
+	t, err := template.Parse(r.TemplateSource, []byte(r.TemplateYAML))
+	if err != nil {
+		return metrics.Sources{}
+	}
+	st, _ := t.Stage(stage)
+	return metrics.Sources{Rules: st.Metrics, TensorBoard: st.TensorBoard, CSV: st.CSV}
+}
+
+// settleMetrics drains an ended attempt's sources and waits until their
+// points are stored; false when ctx ends first.
+func (e *Engine) settleMetrics(ctx context.Context, c *metrics.Collector) bool {
+	drained := make(chan struct{})
+	go func() { c.Stop(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		c.Abandon()
+		return false
+	}
+	for {
+		// Flush waits as long as the store fails; a minute at a time, so a
+		// long wait is in the log.
+		fctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := c.Stored(fctx)
+		cancel()
+		switch {
+		case err == nil:
+			return true
+		case ctx.Err() != nil:
+			return false
+		case errors.Is(err, context.DeadlineExceeded):
+			e.log.Warn("an ended attempt waits for its metric points to be stored", "why", e.writer.Backlog().Reason)
+		default:
+			// A point the store refused for good (its run was deleted):
+			// nothing more to wait for.
+			e.log.Warn("store metrics", "err", err)
+			return true
+		}
 	}
 }

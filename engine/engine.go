@@ -197,6 +197,10 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		os.RemoveAll(dir)
 		return RunInfo{}, err
 	}
+	if err := writeInterpreters(dir, prov.Inputs.Runtime.Interpreters); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, fmt.Errorf("write the run's interpreters: %w", err)
+	}
 	run := storage.Run{
 		ID: id, Template: t.Name, TemplateVersion: t.Version, TemplateSource: t.Source,
 		TemplateYAML: string(t.YAML), CodeDir: t.Dir, Params: string(params), Seed: seed,
@@ -345,7 +349,15 @@ func (e *Engine) Run(ctx context.Context, idOrPrefix string) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, err
 	}
-	return runInfo(r, paramMap([]byte(r.Params)), stages, attempts), nil
+	info := runInfo(r, paramMap([]byte(r.Params)), stages, attempts)
+	info.MetricsWaiting = e.MetricsWaiting(id)
+	e.failures(ctx, &info)
+	if r.State.Done() {
+		if sums, err := e.store.MetricSummaries(ctx, id); err == nil {
+			info.ObjectiveMissing = objectiveMissing(r, sums)
+		}
+	}
+	return info, nil
 }
 
 // Runs lists runs, newest first; limit 0 means all.

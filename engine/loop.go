@@ -74,7 +74,7 @@ func (e *Engine) Drive(ctx context.Context) error {
 	e.owner.Store(true)
 	defer e.owner.Store(false)
 
-	e.writer = metrics.NewWriter(e.store, metrics.WriterOptions{})
+	e.writer = metrics.NewWriter(e.store, metrics.WriterOptions{Logger: e.log, StatusPath: metricsStatusPath(e.opts.Home)})
 	defer func() {
 		e.wg.Wait()
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -272,15 +272,11 @@ func (e *Engine) adopt(ctx context.Context, lr *liveRun, ls *liveStage) {
 	}
 	ls.handle = h
 	e.hold(lr, ls, job.GPUs)
-	skip, err := e.store.MaxSteps(ctx, lr.run.ID, ls.st.Name, a.Number)
-	if err != nil {
-		e.log.Warn("read stored steps", "err", err)
-	}
 	e.log.Info("adopted attempt", "run", lr.run.ID, "stage", ls.st.Name, "attempt", a.Number)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		e.watch(ctx, h, job, ls.st.TimeoutSec, skip, time.Since(a.StartedAt))
+		e.watch(ctx, h, job, ls.st.TimeoutSec, time.Since(a.StartedAt))
 	}()
 }
 
@@ -603,6 +599,7 @@ func (e *Engine) handle(ctx context.Context, r result) {
 // finish closes the current attempt of a stage and decides what follows:
 // success, a retry after backoff, failure, or cancellation.
 func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit executor.Exit) {
+	e.diagnose(ctx, lr, ls, exit) // why it failed; may prepare a retry (cuda_oom)
 	now := time.Now()
 	st, a := &ls.st, &ls.attempt
 	ls.handle = nil

@@ -46,6 +46,13 @@ type RunInfo struct {
 	// about where the run goes: that it waits for its image or Docker (and
 	// how to get them), or what a run on the host goes without.
 	ExecutorNote string `json:"executor_note,omitempty"`
+	// MetricsWaiting, set by Run, says how many of the run's metric points
+	// wait to be stored and why ("" when none): see Engine.MetricsWaiting.
+	MetricsWaiting string `json:"metrics_waiting,omitempty"`
+	// ObjectiveMissing, set by Run for a finished run, says that its
+	// template's objective metric never appeared ("" when it did, or the
+	// run has no objective).
+	ObjectiveMissing string `json:"objective_missing,omitempty"`
 }
 
 // StageInfo is the read model of one stage of a run.
@@ -61,6 +68,9 @@ type StageInfo struct {
 	StartedAt   time.Time     `json:"started_at,omitzero"`
 	FinishedAt  time.Time     `json:"finished_at,omitzero"`
 	History     []AttemptInfo `json:"history"`
+	// Failure, for a failed stage, is why its last attempt failed (set by
+	// Engine.Run).
+	Failure *FailureInfo `json:"failure,omitempty"`
 }
 
 // AttemptInfo is one attempt of a stage.
@@ -83,6 +93,9 @@ type Point struct {
 	Step    int64     `json:"step"`
 	Value   float64   `json:"value"`
 	Wall    time.Time `json:"wall,omitzero"`
+	// Seq is the point's place in its series' arrival order (1, 2, ...):
+	// points that share a step are all kept, and Seq tells them apart.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // ParamPairs lists the run's parameters as "name=value", sorted by name.
@@ -132,5 +145,5 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 }
 
 func pointFrom(p storage.MetricPoint) Point {
-	return Point{Stage: p.Stage, Attempt: p.Attempt, Key: p.Key, Step: p.Step, Value: p.Value, Wall: p.Wall}
+	return Point{Stage: p.Stage, Attempt: p.Attempt, Key: p.Key, Step: p.Step, Value: p.Value, Wall: p.Wall, Seq: p.Seq}
 }

@@ -1,30 +1,38 @@
-// Package metrics gets numbers out of workloads: it parses JSON-lines that a
-// stage prints on stdout (or writes to metrics.jsonl) into points, follows
-// growing log files, and writes points into storage in batches through one
-// writer, so that a chatty training loop is never slowed by its own logging.
-// Malformed lines are log text, never an error.
+// Package metrics gets numbers out of workloads, with no change to them,
+// and writes them into storage exactly once.
 //
-// The path of a line, one stage attempt at a time:
+// One Collector per stage attempt follows every source at once, each from
+// the read position (cursor) stored with its points:
 //
-//	Follower (a growing stdout file)  ->  Ingestor.Line  ->  Writer  ->  storage
-//	                                       (Parser; skip       (batches, one
-//	                                        steps stored)       goroutine)
+//	stdout, stderr, metrics.jsonl ─ Follower ─► Ingestor ─┐
+//	TensorBoard event files ─────── TBFollower ───────────┼─► Writer ─► storage
+//	CSV logs ────────────────────── CSVFollower ──────────┘  (batches with
+//	                                                          cursors, retries)
 //
-// Parser implements the metric line contract of docs/ARCHITECTURE.md (its
-// doc comment spells it out): a JSON object per line with a numeric integral
-// "step"; Python's NaN and ±Infinity are accepted. It is a
-// hand-written scanner that allocates nothing in steady state, checked
-// against encoding/json by FuzzParseLine.
+// An Ingestor splits each line into its '\r' segments, drops terminal
+// escapes and log prefixes (textrule), reads JSON lines with a lenient
+// Parser (numbers as strings, epoch/global_step/iteration/iter as the step)
+// and otherwise applies the stage's text rules (presets and patterns,
+// textrule). Parser is a hand-written scanner that allocates nothing in
+// steady state, checked against encoding/json by FuzzParseLine and
+// FuzzParseLenient. Malformed lines are log text, never an error.
 //
-// TensorBoard logs are a second source: TBFollower follows the event files
-// a stage writes under its tb/ directory and turns their scalars into the
-// same points (tag → key, step, wall time). EventFileReader reads the
-// TFRecord framing (length and data, each with a masked CRC-32C) and
-// EventDecoder the Event/Summary protobuf fields by hand with protowire, so
-// no TensorFlow is needed: simple_value and one-element tensors count; a
-// record still being written is waited for; a damaged file is reported once
-// and read past where the framing allows.
+// TensorBoard files are read where tools write them (tb/, runs/,
+// lightning_logs/, template globs; pathglob names the key prefixes):
+// EventFileReader reads the TFRecord framing (length and data, each with a
+// masked CRC-32C) and EventDecoder the Event/Summary protobuf fields by
+// hand with protowire, so no TensorFlow is needed; HParams reads the
+// hparams plugin's session data. CSVFollower reads Lightning's metrics.csv
+// and other CSV logs.
+//
+// The Writer batches points into storage from one goroutine, each batch
+// with the cursors of the lines it holds, in one transaction; store faults
+// that pass (disk full, I/O error, a lock held elsewhere) are retried while
+// the readers wait, and its Backlog (and status file, for other processes)
+// says how many points wait and why. No point is ever collapsed: points
+// that share a step are all stored, in arrival order.
 //
 // metrics imports storage (for storage.MetricPoint and the Store it writes
-// to) and nothing above it: never engine, ui or app.
+// to), its own textrule and pathglob, and nothing above it: never engine,
+// ui or app.
 package metrics

@@ -36,7 +36,7 @@ func TestIngestorLine(t *testing.T) {
 	pts, ok = in.Line([]byte(`{"step": 5, "loss": 0.25, "note": "x"}`), wall)
 	require.True(t, ok)
 	assert.Equal(t, []storage.MetricPoint{
-		{RunID: "r1", Stage: "train", Attempt: 2, Key: "loss", Step: 5, Value: 0.25, Wall: wall},
+		{RunID: "r1", Stage: "train", Attempt: 2, Key: "loss", Step: 5, Value: 0.25, Wall: wall, StepSource: "step"},
 	}, pts)
 
 	pts, ok = in.Line([]byte(`{"step": 6}`), wall)

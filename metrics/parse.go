@@ -7,21 +7,32 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"niuma/metrics/textrule"
 )
 
-// KV is one numeric member of a metric line: the member name and its value.
-type KV struct {
-	Key   string
-	Value float64
-}
+// KV is one numeric member of a metric line: the member name and its
+// value (the same type the text rules produce).
+type KV = textrule.KV
 
 // Record is one parsed metric line: its step and its numeric members other
-// than "step", in the order in which the names first appear, each holding
-// the value of its last occurrence.
+// than the one that gave the step, in the order in which the names first
+// appear, each holding the value of its last occurrence.
 type Record struct {
-	Step   int64
-	Values []KV
+	Step int64
+	// StepKey is the member that gave the step: "step", or with
+	// Parser.Lenient one of StepAliases.
+	StepKey string
+	Values  []KV
 }
+
+// StepAliases are the members a lenient Parser takes as the step when a
+// line has no "step", in this order of preference: the first one present
+// is the step (and is not a point); the others are ordinary points.
+var StepAliases = []string{"global_step", "iteration", "iter", "epoch"}
+
+// stepKeys is "step" followed by StepAliases.
+var stepKeys = append([]string{"step"}, StepAliases...)
 
 // Parser limits.
 const (
@@ -56,7 +67,17 @@ const (
 //   - Nesting deeper than 10000 (the object itself counting as one) is
 //     rejected, as encoding/json does.
 type Parser struct {
+	// Lenient also accepts, as documented in the README's stage contract:
+	//   - numbers written as JSON strings ("0.5", " 12 ", "nan", "-inf",
+	//     "Infinity", case-insensitive), as values and as the step;
+	//   - when "step" is absent, the first of StepAliases present as the
+	//     step (Record.StepKey says which).
+	// A present "step" (or, without it, the chosen alias) that is not a
+	// valid step still makes the line a log line.
+	Lenient bool
+
 	vals    []KV
+	cand    [5]stepCand       // per stepKeys entry, its last occurrence
 	keys    map[string]string // interned member names
 	idx     map[string]int    // name -> index in vals, used for wide lines
 	idxUsed bool
@@ -93,10 +114,7 @@ func (p *Parser) Parse(line []byte) (rec Record, ok bool) {
 	if i >= len(b) {
 		return Record{}, false
 	}
-	var (
-		step    int64
-		hasStep bool
-	)
+	p.cand = [5]stepCand{}
 	if b[i] == '}' {
 		i++
 	} else {
@@ -122,7 +140,7 @@ func (p *Parser) Parse(line []byte) (rec Record, ok bool) {
 			if escaped || !ascii {
 				key = p.unquote(rawKey)
 			}
-			isStep := string(key) == "step"
+			ci := p.stepIndex(key) // -1: not a step candidate
 
 			// Member value.
 			switch c := b[i]; {
@@ -131,10 +149,17 @@ func (p *Parser) Parse(line []byte) (rec Record, ok bool) {
 				if end < 0 {
 					return Record{}, false
 				}
-				if isStep {
-					step, hasStep = n.step(b[i:end])
+				p.number(key, ci, n, b[i:end])
+				i = end
+			case c == '"' && p.Lenient:
+				end, esc, _ := scanString(b, i)
+				if end < 0 {
+					return Record{}, false
+				}
+				if n, tok, ok := numericString(b[i+1:end-1], esc); ok {
+					p.number(key, ci, n, tok)
 				} else {
-					p.set(key, n.float(b[i:end]))
+					p.notNumber(key, ci)
 				}
 				i = end
 			default:
@@ -142,11 +167,7 @@ func (p *Parser) Parse(line []byte) (rec Record, ok bool) {
 				if end < 0 {
 					return Record{}, false
 				}
-				if isStep {
-					hasStep = false // the last "step" wins, and it is no number
-				} else {
-					p.unset(key)
-				}
+				p.notNumber(key, ci)
 				i = end
 			}
 
@@ -165,11 +186,131 @@ func (p *Parser) Parse(line []byte) (rec Record, ok bool) {
 			return Record{}, false
 		}
 	}
-	if skipWS(b, i) != len(b) || !hasStep {
+	if skipWS(b, i) != len(b) {
 		return Record{}, false
 	}
+	// The step: "step", or (lenient) the first alias present.
+	chosen := -1
+	for j := range p.cand {
+		if p.cand[j].present {
+			chosen = j
+			break
+		}
+	}
+	if chosen < 0 || !p.cand[chosen].valid {
+		return Record{}, false
+	}
+	if chosen > 0 {
+		p.unset([]byte(stepKeys[chosen])) // an alias that is the step is not a point
+	}
 	p.compact()
-	return Record{Step: step, Values: p.vals}, true
+	return Record{Step: p.cand[chosen].step, StepKey: stepKeys[chosen], Values: p.vals}, true
+}
+
+// stepCand is the last occurrence of one of stepKeys in a line.
+type stepCand struct {
+	present, valid bool
+	step           int64
+}
+
+// stepIndex is key's index in stepKeys, or -1; only "step" unless Lenient.
+func (p *Parser) stepIndex(key []byte) int {
+	if len(key) < 4 || len(key) > 11 {
+		return -1
+	}
+	n := 1
+	if p.Lenient {
+		n = len(stepKeys)
+	}
+	for j, k := range stepKeys[:n] {
+		if string(key) == k {
+			return j
+		}
+	}
+	return -1
+}
+
+// number takes a numeric member; a step candidate other than "step" is
+// also a point until it is chosen as the step.
+func (p *Parser) number(key []byte, ci int, n number, tok []byte) {
+	if ci >= 0 {
+		st, ok := n.step(tok)
+		p.cand[ci] = stepCand{present: true, valid: ok, step: st}
+		if ci == 0 {
+			return
+		}
+	}
+	p.set(key, n.float(tok))
+}
+
+// notNumber takes a member whose value is no number: the last occurrence
+// wins, so an earlier number of the same name is no point (or step).
+func (p *Parser) notNumber(key []byte, ci int) {
+	if ci >= 0 {
+		p.cand[ci] = stepCand{present: true}
+		if ci == 0 {
+			return
+		}
+	}
+	p.unset(key)
+}
+
+// numericString reads the body of a JSON string as a number, for a lenient
+// Parser: the number grammar of a metric line (NaN, Infinity, -Infinity
+// included) after trimming spaces, or nan, inf, infinity with an optional
+// sign in any case. An escaped string is never a number.
+func numericString(body []byte, escaped bool) (number, []byte, bool) {
+	if escaped {
+		return number{}, nil, false
+	}
+	for len(body) > 0 && body[0] == ' ' {
+		body = body[1:]
+	}
+	for len(body) > 0 && body[len(body)-1] == ' ' {
+		body = body[:len(body)-1]
+	}
+	if len(body) == 0 || len(body) > 64 {
+		return number{}, nil, false
+	}
+	neg := false
+	word := body
+	if word[0] == '-' || word[0] == '+' {
+		neg, word = word[0] == '-', word[1:]
+	}
+	switch {
+	case equalFold(word, "nan"):
+		return number{special: 'N'}, body, true
+	case equalFold(word, "inf"), equalFold(word, "infinity"):
+		if neg {
+			return number{special: '-'}, body, true
+		}
+		return number{special: '+'}, body, true
+	}
+	switch c := body[0]; {
+	case c == '-' || (c >= '0' && c <= '9'):
+		n, end := scanNumber(body, 0)
+		if end == len(body) {
+			return n, body, true
+		}
+	}
+	return number{}, nil, false
+}
+
+// equalFold reports whether b is s (lower case ASCII) in any case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // dead marks a member whose last occurrence is not a number; such entries

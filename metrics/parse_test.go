@@ -326,3 +326,187 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestParseLenient(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	tests := []struct {
+		name    string
+		line    string
+		step    int64
+		stepKey string
+		want    []KV
+	}{
+		{"step as a string", `{"step": "15", "loss": 0.5}`, 15, "step", []KV{kv("loss", 0.5)}},
+		{"values as strings", `{"step": 1, "loss": "0.25", "lr": " 1e-3 ", "name": "resnet"}`, 1, "step", []KV{kv("loss", 0.25), kv("lr", 0.001)}},
+		{"python str of special floats", `{"step": 2, "a": "nan", "b": "inf", "c": "-Infinity", "d": "NaN"}`, 2, "step", []KV{kv("a", nan), kv("b", inf), kv("c", -inf), kv("d", nan)}},
+		{"epoch as the step", `{"epoch": 3, "loss": 0.2, "val_loss": 0.3}`, 3, "epoch", []KV{kv("loss", 0.2), kv("val_loss", 0.3)}},
+		{"global_step beats epoch", `{"epoch": 3, "global_step": 1200, "loss": 0.2}`, 1200, "global_step", []KV{kv("epoch", 3), kv("loss", 0.2)}},
+		{"iteration", `{"iteration": 7, "loss": 1}`, 7, "iteration", []KV{kv("loss", 1)}},
+		{"iter", `{"iter": "8", "loss": 1}`, 8, "iter", []KV{kv("loss", 1)}},
+		{"step beats aliases", `{"iter": 5, "step": 9, "epoch": 1}`, 9, "step", []KV{kv("iter", 5), kv("epoch", 1)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Parser{Lenient: true}
+			rec, ok := p.Parse([]byte(tt.line))
+			require.True(t, ok)
+			assert.Equal(t, tt.step, rec.Step)
+			assert.Equal(t, tt.stepKey, rec.StepKey)
+			assertKVs(t, tt.want, rec.Values)
+		})
+	}
+	for _, line := range []string{
+		`{"step": "x"}`, `{"step": "1.5"}`, `{"step": "-1"}`, `{"epoch": "one", "loss": 1}`,
+		`{"step": -1, "epoch": 2}`, // a present but invalid step is not replaced by an alias
+		`{"loss": "1"}`, `{"step": "\u0031"}`, `{"step": "+1"}`, `{"step": "0x10"}`,
+	} {
+		p := Parser{Lenient: true}
+		_, ok := p.Parse([]byte(line))
+		assert.False(t, ok, line)
+	}
+}
+
+// lenientNumber is the oracle's reading of a raw JSON value as a lenient
+// number: a JSON number, or a string holding one (see Parser.Lenient).
+func lenientNumber(raw json.RawMessage) (tok string, ok bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {
+		return string(raw), true
+	}
+	if raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	s = strings.Trim(s, " ")
+	w := strings.TrimLeft(s, "+-")
+	if len(s)-len(w) <= 1 {
+		switch strings.ToLower(w) {
+		case "nan":
+			return "NaN", true
+		case "inf", "infinity":
+			if strings.HasPrefix(s, "-") {
+				return "-Inf", true
+			}
+			return "+Inf", true
+		}
+	}
+	if s == "" || len(s) > 64 || !(s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) || !json.Valid([]byte(s)) {
+		return "", false
+	}
+	return s, true
+}
+
+func oracleStep(tok string) (int64, bool) {
+	switch tok {
+	case "NaN", "+Inf", "-Inf":
+		return 0, false
+	}
+	if !strings.ContainsAny(tok, ".eE") {
+		n, err := strconv.ParseInt(tok, 10, 64)
+		return n, err == nil && n >= 0
+	}
+	f, _ := strconv.ParseFloat(tok, 64)
+	if f >= 0 && f < (1<<63) && f == math.Trunc(f) {
+		return int64(f), true
+	}
+	return 0, false
+}
+
+// crossCheckLenient holds a lenient Parse to encoding/json plus the
+// documented lenient rules.
+func crossCheckLenient(t *testing.T, p *Parser, line []byte) {
+	t.Helper()
+	rec, ok := p.Parse(line)
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil || m == nil {
+		if ok && !bytes.Contains(line, []byte("NaN")) && !bytes.Contains(line, []byte("Infinity")) {
+			t.Fatalf("lenient Parse accepts %q, encoding/json does not", line)
+		}
+		return
+	}
+	stepKey := ""
+	for _, k := range stepKeys {
+		if _, has := m[k]; has {
+			stepKey = k
+			break
+		}
+	}
+	var (
+		step   int64
+		stepOK bool
+	)
+	if stepKey != "" {
+		if tok, isNum := lenientNumber(m[stepKey]); isNum {
+			step, stepOK = oracleStep(tok)
+		}
+	}
+	if ok != stepOK {
+		t.Fatalf("lenient Parse ok=%v, oracle %v (step key %q) for %q", ok, stepOK, stepKey, line)
+	}
+	if !ok {
+		return
+	}
+	if rec.Step != step || rec.StepKey != stepKey {
+		t.Fatalf("step %d from %q, oracle %d from %q for %q", rec.Step, rec.StepKey, step, stepKey, line)
+	}
+	want := map[string]float64{}
+	for k, raw := range m {
+		if k == stepKey || k == "step" {
+			continue
+		}
+		tok, isNum := lenientNumber(raw)
+		if !isNum {
+			continue
+		}
+		var f float64
+		switch tok {
+		case "NaN":
+			f = math.NaN()
+		case "+Inf":
+			f = math.Inf(1)
+		case "-Inf":
+			f = math.Inf(-1)
+		default:
+			var err error
+			f, err = strconv.ParseFloat(tok, 64)
+			if err != nil && !isRangeErr(err) {
+				panic(err)
+			}
+		}
+		want[k] = f
+	}
+	if len(rec.Values) != len(want) {
+		t.Fatalf("%d values %v, oracle %d %v for %q", len(rec.Values), rec.Values, len(want), want, line)
+	}
+	for _, kv := range rec.Values {
+		w, has := want[kv.Key]
+		if !has || math.Float64bits(w) != math.Float64bits(kv.Value) {
+			if has && math.IsNaN(w) && math.IsNaN(kv.Value) {
+				continue
+			}
+			t.Fatalf("%q=%v, oracle %v (present %v) for %q", kv.Key, kv.Value, w, has, line)
+		}
+	}
+}
+
+func FuzzParseLenient(f *testing.F) {
+	for _, line := range seedLines {
+		f.Add([]byte(line))
+	}
+	for _, frag := range []string{`"15"`, `" 1e3 "`, `"nan"`, `"-Infinity"`, `"0x1"`, `"1\u0030"`, `12`} {
+		f.Add([]byte(frag))
+	}
+	p := Parser{Lenient: true}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		crossCheckLenient(t, &p, in)
+		crossCheckLenient(t, &p, slices.Concat([]byte(`{"epoch":1,"v":`), in, []byte(`,"w":"2"}`)))
+		crossCheckLenient(t, &p, slices.Concat([]byte(`{"iter":`), in, []byte(`}`)))
+		crossCheckLenient(t, &p, slices.Concat([]byte(`{"step":`), in, []byte(`,"epoch":3}`)))
+		crossCheckLenient(t, &p, slices.Concat([]byte(`{"global_step":1,"`), in, []byte(`":"3"}`)))
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"niuma/metrics/pathglob"
 	"niuma/storage"
 )
 
@@ -35,7 +36,14 @@ const DefaultTBPoll = 500 * time.Millisecond
 // reads what the files hold, reports a truncated last record (a writer that
 // died mid-record) once, and returns nil.
 type TBFollower struct {
-	Dir          string
+	// Dir is one folder whose event files (at any depth) are read, their
+	// subfolders giving key prefixes; Locations are more, each a folder
+	// and a Glob (see Glob for the prefixes). Both may be set.
+	Dir       string
+	Locations []Location
+	// RunDir names sources in cursors ("tb:" and the file's path relative
+	// to it); default: the absolute path.
+	RunDir       string
 	RunID, Stage string
 	Attempt      int
 	Poll         time.Duration // default DefaultTBPoll
@@ -45,8 +53,13 @@ type TBFollower struct {
 	// Writer receives the points (nil: they only go to OnPoints).
 	Writer *Writer
 	// Skip holds, per key, the highest step already stored; points at or
-	// below it are dropped (a log read again after a restart).
+	// below it are dropped (an attempt stored before cursors existed).
 	Skip map[string]int64
+	// Cursors are the stored read positions of the attempt's files, by
+	// source: a file is read on from there, and its points are stored with
+	// its new position, so reading again after a restart stores each
+	// scalar once. Files with a cursor are read whatever their age.
+	Cursors map[string]storage.MetricCursor
 	// OnPoints gets the points of each poll, after Writer; the slice is
 	// reused. It runs on Run's goroutine.
 	OnPoints func(pts []storage.MetricPoint)
@@ -64,8 +77,15 @@ type TBFollower struct {
 
 type tbFile struct {
 	prefix   string // key prefix: the subdirectory and "/", or ""
+	source   string // cursor source
 	r        EventFileReader
 	reported bool
+}
+
+// Location is a folder and the files below it that are read.
+type Location struct {
+	Base string
+	Glob pathglob.Glob
 }
 
 // Stop asks Run to read what the files hold and return; it waits until Run
@@ -119,45 +139,93 @@ func (f *TBFollower) logger() *slog.Logger {
 
 // scan reads the new bytes of every event file once.
 func (f *TBFollower) scan() error {
-	var paths []string
-	err := filepath.WalkDir(f.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // not created yet, or removed while walking
+	locs := f.Locations
+	if f.Dir != "" {
+		locs = append([]Location{{Base: f.Dir, Glob: pathglob.Must("**")}}, locs...)
+	}
+	type found struct{ path, prefix string }
+	var files []found
+	seen := map[string]bool{}
+	for _, loc := range locs {
+		root := filepath.Join(loc.Base, filepath.FromSlash(loc.Glob.Root()))
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // not created yet, or removed while walking
+				}
+				return err
 			}
-			return err
-		}
-		if d.IsDir() || !d.Type().IsRegular() || !strings.Contains(d.Name(), "tfevents") {
-			return nil
-		}
-		if _, seen := f.files[p]; !seen && !f.Since.IsZero() {
-			if fi, err := d.Info(); err != nil || fi.ModTime().Before(f.Since) {
+			if d.IsDir() || !d.Type().IsRegular() || !strings.Contains(d.Name(), "tfevents") || seen[p] {
 				return nil
 			}
+			rel, err := filepath.Rel(loc.Base, p)
+			if err != nil {
+				return nil
+			}
+			prefix, ok := loc.Glob.Match(filepath.ToSlash(rel))
+			if !ok {
+				return nil
+			}
+			if _, known := f.files[p]; !known && !f.Since.IsZero() {
+				if _, has := f.Cursors[f.sourceOf(p)]; !has {
+					if fi, err := d.Info(); err != nil || fi.ModTime().Before(f.Since) {
+						return nil
+					}
+				}
+			}
+			seen[p] = true
+			files = append(files, found{p, prefix})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("follow TensorBoard logs in %s: %w", root, err)
 		}
-		paths = append(paths, p)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("follow TensorBoard logs in %s: %w", f.Dir, err)
 	}
-	sort.Strings(paths)
+	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
 	if f.files == nil {
 		f.files = map[string]*tbFile{}
 	}
-	for _, p := range paths {
-		tf := f.files[p]
+	for _, fd := range files {
+		tf := f.files[fd.path]
 		if tf == nil {
-			tf = &tbFile{}
-			if rel, err := filepath.Rel(f.Dir, filepath.Dir(p)); err == nil && rel != "." {
-				tf.prefix = filepath.ToSlash(rel) + "/"
+			tf = &tbFile{prefix: fd.prefix, source: f.sourceOf(fd.path)}
+			if err := f.resume(fd.path, tf); err != nil {
+				return err
 			}
-			f.files[p] = tf
+			f.files[fd.path] = tf
 		}
-		if err := f.read(p, tf); err != nil {
+		if err := f.read(fd.path, tf); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// sourceOf names a file in cursors.
+func (f *TBFollower) sourceOf(path string) string {
+	if f.RunDir != "" {
+		if rel, err := filepath.Rel(f.RunDir, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return "tb:" + filepath.ToSlash(rel)
+		}
+	}
+	return "tb:" + filepath.ToSlash(path)
+}
+
+// resume reads a file up to its stored cursor without emitting anything:
+// what came before is stored, but the reader must learn the tags' plugins.
+func (f *TBFollower) resume(path string, tf *tbFile) error {
+	c, ok := f.Cursors[tf.source]
+	if !ok || c.Offset <= 0 {
+		return nil
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil // gone: nothing to resume
+	}
+	defer file.Close()
+	b := make([]byte, c.Offset)
+	n, _ := io.ReadFull(file, b)
+	_, _ = tf.r.Feed(nil, b[:n])
 	return nil
 }
 
@@ -185,7 +253,7 @@ func (f *TBFollower) read(path string, tf *tbFile) error {
 			if perr != nil {
 				f.problem(path, tf, perr)
 			}
-			f.emit(tf.prefix, f.scalars)
+			f.emit(tf, f.scalars)
 		}
 		if rerr == io.EOF || (n == 0 && rerr == nil) {
 			return nil
@@ -222,26 +290,27 @@ func (f *TBFollower) finish() {
 	}
 }
 
-func (f *TBFollower) emit(prefix string, ss []Scalar) {
+func (f *TBFollower) emit(tf *tbFile, ss []Scalar) {
 	f.pts = f.pts[:0]
 	for _, s := range ss {
 		key := s.Tag
-		if prefix != "" {
-			key = prefix + s.Tag
+		if tf.prefix != "" {
+			key = tf.prefix + s.Tag
 		}
 		if last, ok := f.Skip[key]; ok && s.Step <= last {
 			continue
 		}
 		f.pts = append(f.pts, storage.MetricPoint{
 			RunID: f.RunID, Stage: f.Stage, Attempt: f.Attempt,
-			Key: key, Step: s.Step, Value: s.Value, Wall: s.Wall,
+			Key: key, Step: s.Step, Value: s.Value, Wall: s.Wall, StepSource: "tensorboard",
 		})
 	}
 	if len(f.pts) == 0 {
 		return
 	}
 	if f.Writer != nil {
-		f.Writer.Add(f.pts...)
+		f.Writer.AddWith(&storage.MetricCursor{RunID: f.RunID, Stage: f.Stage, Attempt: f.Attempt,
+			Source: tf.source, Offset: tf.r.Consumed()}, f.pts...)
 	}
 	if f.OnPoints != nil {
 		f.OnPoints(f.pts)

@@ -74,7 +74,7 @@ func TestTBFollowerFollowsEventFilesWhileWritten(t *testing.T) {
 	appendBytes(t, main, append(append([]byte(nil), rec1...), rec2[:10]...))
 	got := nextPoints(t, pts)
 	assert.Equal(t, []storage.MetricPoint{{RunID: "r1", Stage: "train", Attempt: 2, Key: "loss", Step: 1,
-		Value: 0.5, Wall: time.Unix(1_700_000_000, 0)}}, got)
+		Value: 0.5, Wall: time.Unix(1_700_000_000, 0), StepSource: "tensorboard"}}, got)
 
 	appendBytes(t, main, rec2[10:])
 	got = nextPoints(t, pts)

@@ -422,6 +422,10 @@ type EventFileReader struct {
 	dead     bool // the framing is lost
 }
 
+// Consumed is the file offset just past the last complete record: where a
+// reader started afresh would begin.
+func (r *EventFileReader) Consumed() int64 { return r.off }
+
 // Offset is the file offset of the next byte the reader expects.
 func (r *EventFileReader) Offset() int64 { return r.off + int64(len(r.buf)) }
 

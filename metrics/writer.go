@@ -13,10 +13,11 @@ import (
 )
 
 // Store is what the Writer needs from storage; *storage.DB implements it.
-// InsertMetricPoints must not keep pts after it returns: the Writer reuses
-// the slice for the next batch.
+// InsertMetrics stores the points and the cursors in one transaction; it
+// must not keep pts after it returns: the Writer reuses the slice for the
+// next batch.
 type Store interface {
-	InsertMetricPoints(ctx context.Context, pts []storage.MetricPoint) error
+	InsertMetrics(ctx context.Context, pts []storage.MetricPoint, cursors []storage.MetricCursor) error
 }
 
 // Writer defaults.
@@ -42,6 +43,16 @@ type WriterOptions struct {
 	QueueBatches int
 	// Logger receives store errors (default slog.Default()).
 	Logger *slog.Logger
+	// RetryMax bounds the wait between two tries of a batch the store
+	// refused for a passing cause (disk full, I/O error, lock held):
+	// 250 ms, doubling, at most RetryMax (default 5 s).
+	RetryMax time.Duration
+	// StatusPath, when set, is a small file where the writer says, while
+	// its store fails, how many points wait and why (see ReadBacklog), so
+	// that other processes (niuma show) can tell the user. The file is
+	// allocated when the writer starts, so that writing it needs no new
+	// disk space when the disk is full.
+	StatusPath string
 }
 
 // WriterStats counts what a Writer did since it was created.
@@ -49,9 +60,10 @@ type WriterStats struct {
 	Points  uint64 // points stored
 	Batches uint64 // successful InsertMetricPoints calls
 	Errors  uint64 // failed InsertMetricPoints calls
-	Failed  uint64 // points in failed calls: they are lost
-	Dropped uint64 // points added after Close (or after an aborted Close): lost
+	Failed  uint64 // points the store refused for good (e.g. their run was deleted): lost
+	Dropped uint64 // points added after Close (or after an aborted Close): not stored
 	Stalls  uint64 // Add calls that had to wait for the store (backpressure)
+	Retries uint64 // tries of a batch the store refused for a passing cause
 }
 
 // Writer batches metric points into a Store from one goroutine, so that the
@@ -69,9 +81,20 @@ type WriterStats struct {
 // training loop can print, see docs/BENCHMARKS.md). Memory stays bounded:
 // at most QueueBatches+2 batches exist at a time.
 //
-// Store errors are logged and counted (Stats) and returned by the next
-// Flush; the points of a failed call are lost. A Writer never panics. It is
-// safe for concurrent use.
+// Store faults that pass (storage.Transient: the disk is full, an I/O
+// error, another process holds the database's lock past the busy timeout)
+// lose nothing: the batch is tried again, 250 ms after the fault, doubling
+// up to RetryMax, while later batches queue behind it; when the queue is
+// full, Add blocks, so a stream's reader stops reading (its log file keeps
+// the rest) until the store works again. Backlog says how many points wait
+// and why, and StatusPath tells other processes. A point is only ever
+// stored with the cursor of the line that produced it, so a process that
+// stops while points wait has stored neither: its successor reads those
+// lines again from the stored cursor.
+//
+// Other store errors (the run was deleted) are logged and counted (Stats)
+// and returned by the next Flush; the points of such a call are lost. A
+// Writer never panics. It is safe for concurrent use.
 type Writer struct {
 	store    Store
 	size     int
@@ -83,7 +106,8 @@ type Writer struct {
 	// it while it waits for queue space, which serialises producers.
 	sem    chan struct{}
 	buf    []storage.MetricPoint
-	armed  bool // a kick is pending or the flush timer runs
+	curs   []storage.MetricCursor // the latest cursor of each source in buf
+	armed  bool                   // a kick is pending or the flush timer runs
 	closed bool
 
 	q      chan request               // full batches and Flush/Close markers
@@ -96,7 +120,15 @@ type Writer struct {
 	cancel    context.CancelFunc
 	abortOnce sync.Once
 
-	points, batches, errs, failed, dropped, stalls atomic.Uint64
+	points, batches, errs, failed, dropped, stalls, retries atomic.Uint64
+
+	retryMax   time.Duration
+	statusPath string
+	bmu        sync.Mutex     // guards the backlog
+	pending    map[string]int // run -> points added and not yet stored or given up
+	fault      string         // why the store fails now ("" when it works)
+	faultSince time.Time
+	status     *statusFile
 
 	closedWarn atomic.Bool
 	lastLog    time.Time // of a store error; writer goroutine only
@@ -106,6 +138,7 @@ type Writer struct {
 
 type request struct {
 	pts  []storage.MetricPoint
+	curs []storage.MetricCursor
 	done chan error // non-nil for Flush and Close: gets the errors since the last one
 	stop bool       // Close: the goroutine returns after this request
 }
@@ -124,6 +157,9 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = 5 * time.Second
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Writer{
 		store:    store,
@@ -138,6 +174,17 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 		exited:   make(chan struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
+
+		retryMax:   opts.RetryMax,
+		statusPath: opts.StatusPath,
+		pending:    map[string]int{},
+	}
+	if opts.StatusPath != "" {
+		st, err := openStatusFile(opts.StatusPath)
+		if err != nil {
+			w.log.Warn("cannot prepare the metrics status file; other processes will not see stalled points", "path", opts.StatusPath, "err", err)
+		}
+		w.status = st
 	}
 	w.buf = w.newBuf()
 	go w.loop()
@@ -147,8 +194,14 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 // Add queues points for writing; it copies them, so the caller may reuse
 // pts. It blocks only while the store is QueueBatches batches behind (see
 // Writer). Points added after Close are dropped, logged once and counted.
-func (w *Writer) Add(pts ...storage.MetricPoint) {
-	if len(pts) == 0 {
+func (w *Writer) Add(pts ...storage.MetricPoint) { w.AddWith(nil, pts...) }
+
+// AddWith queues points together with the cursor of the reader that
+// produced them (nil for none): they are stored in one transaction, all in
+// the same batch, so the cursor is never stored without its points or the
+// points without it.
+func (w *Writer) AddWith(cur *storage.MetricCursor, pts ...storage.MetricPoint) {
+	if len(pts) == 0 && cur == nil {
 		return
 	}
 	w.sem <- struct{}{}
@@ -167,16 +220,28 @@ func (w *Writer) Add(pts ...storage.MetricPoint) {
 		}
 		return
 	}
-	for len(pts) > 0 {
-		n := copy(w.buf[len(w.buf):cap(w.buf)], pts)
-		w.buf = w.buf[:len(w.buf)+n]
-		pts = pts[n:]
-		if len(w.buf) == cap(w.buf) {
-			w.enqueue(w.buf)
-			w.buf = w.newBuf()
+	w.addPending(pts)
+	if cur == nil {
+		for len(pts) > 0 {
+			n := copy(w.buf[len(w.buf):cap(w.buf)], pts)
+			w.buf = w.buf[:len(w.buf)+n]
+			pts = pts[n:]
+			if len(w.buf) == cap(w.buf) {
+				w.cut()
+			}
+		}
+	} else {
+		// One line's points and its cursor stay in one batch.
+		if len(w.buf) > 0 && len(w.buf)+len(pts) > w.size {
+			w.cut()
+		}
+		w.buf = append(w.buf, pts...)
+		w.setCursor(*cur)
+		if len(w.buf) >= w.size {
+			w.cut()
 		}
 	}
-	if len(w.buf) > 0 && !w.armed {
+	if (len(w.buf) > 0 || len(w.curs) > 0) && !w.armed {
 		w.armed = true
 		select {
 		case w.kick <- struct{}{}:
@@ -185,10 +250,29 @@ func (w *Writer) Add(pts ...storage.MetricPoint) {
 	}
 }
 
+// setCursor records cur as its source's latest in the batch being built.
+func (w *Writer) setCursor(cur storage.MetricCursor) {
+	for i := range w.curs {
+		c := &w.curs[i]
+		if c.Source == cur.Source && c.Attempt == cur.Attempt && c.Stage == cur.Stage && c.RunID == cur.RunID {
+			*c = cur
+			return
+		}
+	}
+	w.curs = append(w.curs, cur)
+}
+
+// cut hands the batch being built to the writer goroutine and starts a
+// new one. Call with sem held.
+func (w *Writer) cut() {
+	w.enqueue(w.buf, w.curs)
+	w.buf, w.curs = w.newBuf(), nil
+}
+
 // enqueue hands a full batch to the writer goroutine, waiting for room.
 // Call with sem held.
-func (w *Writer) enqueue(pts []storage.MetricPoint) {
-	r := request{pts: pts}
+func (w *Writer) enqueue(pts []storage.MetricPoint, curs []storage.MetricCursor) {
+	r := request{pts: pts, curs: curs}
 	select {
 	case w.q <- r:
 		return
@@ -202,6 +286,7 @@ func (w *Writer) enqueue(pts []storage.MetricPoint) {
 	case w.q <- r:
 	case <-w.quit:
 		w.dropped.Add(uint64(len(pts)))
+		w.donePending(pts)
 	}
 }
 
@@ -251,15 +336,15 @@ func (w *Writer) Flush(ctx context.Context) error {
 		return ErrWriterClosed
 	}
 	r := request{done: make(chan error, 1)}
-	if len(w.buf) > 0 {
-		r.pts = w.buf
+	if len(w.buf) > 0 || len(w.curs) > 0 {
+		r.pts, r.curs = w.buf, w.curs
 	}
 	if err := w.send(ctx, r); err != nil {
 		<-w.sem
 		return err
 	}
-	if r.pts != nil {
-		w.buf = w.newBuf()
+	if r.pts != nil || r.curs != nil {
+		w.buf, w.curs = w.newBuf(), nil
 	}
 	<-w.sem
 	return w.wait(ctx, r.done)
@@ -293,12 +378,13 @@ func (w *Writer) Close(ctx context.Context) error {
 		return nil
 	}
 	w.closed = true
-	r := request{pts: w.buf, done: make(chan error, 1), stop: true}
-	w.buf = nil
+	r := request{pts: w.buf, curs: w.curs, done: make(chan error, 1), stop: true}
+	w.buf, w.curs = nil, nil
 	err := w.send(ctx, r)
 	<-w.sem
 	if err != nil {
 		w.dropped.Add(uint64(len(r.pts)))
+		w.donePending(r.pts)
 		w.abort()
 		return err
 	}
@@ -329,6 +415,7 @@ func (w *Writer) Stats() WriterStats {
 		Failed:  w.failed.Load(),
 		Dropped: w.dropped.Load(),
 		Stalls:  w.stalls.Load(),
+		Retries: w.retries.Load(),
 	}
 }
 
@@ -362,7 +449,7 @@ func (w *Writer) loop() {
 	for {
 		select {
 		case r := <-w.q:
-			if err := w.write(r.pts); err != nil {
+			if err := w.write(r.pts, r.curs); err != nil {
 				errs = append(errs, err)
 			}
 			if r.done != nil {
@@ -388,14 +475,17 @@ func (w *Writer) loop() {
 				timerOn = true
 				continue
 			}
-			var pts []storage.MetricPoint
-			if len(w.buf) > 0 {
-				pts = w.buf
-				w.buf = w.newBuf()
+			var (
+				pts  []storage.MetricPoint
+				curs []storage.MetricCursor
+			)
+			if len(w.buf) > 0 || len(w.curs) > 0 {
+				pts, curs = w.buf, w.curs
+				w.buf, w.curs = w.newBuf(), nil
 			}
 			w.armed = false
 			<-w.sem
-			if err := w.write(pts); err != nil {
+			if err := w.write(pts, curs); err != nil {
 				errs = append(errs, err)
 			}
 		case <-w.quit:
@@ -404,25 +494,149 @@ func (w *Writer) loop() {
 	}
 }
 
-// write stores one batch and recycles its slice.
-func (w *Writer) write(pts []storage.MetricPoint) error {
-	if len(pts) == 0 {
+// write stores one batch and recycles its slice. A passing store fault is
+// retried until the batch is stored or the writer is aborted.
+func (w *Writer) write(pts []storage.MetricPoint, curs []storage.MetricCursor) error {
+	if len(pts) == 0 && len(curs) == 0 {
 		return nil
 	}
 	defer w.recycle(pts)
-	err := w.store.InsertMetricPoints(w.ctx, pts)
-	if err == nil {
-		w.points.Add(uint64(len(pts)))
-		w.batches.Add(1)
-		return nil
+	wait := 250 * time.Millisecond
+	for {
+		err := w.store.InsertMetrics(w.ctx, pts, curs)
+		if err == nil {
+			w.points.Add(uint64(len(pts)))
+			w.batches.Add(1)
+			w.donePending(pts)
+			w.setFault("")
+			return nil
+		}
+		reason, passing := storage.Transient(err)
+		if !passing || w.ctx.Err() != nil {
+			if w.ctx.Err() != nil {
+				w.dropped.Add(uint64(len(pts)))
+			} else {
+				w.failed.Add(uint64(len(pts)))
+			}
+			w.donePending(pts)
+			n := w.errs.Add(1)
+			// Log the first failure, then at most one line every 10 s.
+			if now := time.Now(); n == 1 || now.Sub(w.lastLog) >= 10*time.Second {
+				w.lastLog = now
+				w.log.Error("metric points could not be stored and are lost",
+					"points", len(pts), "failures_so_far", n, "err", err)
+			}
+			return fmt.Errorf("store %d metric points: %w", len(pts), err)
+		}
+		if w.setFault(reason) {
+			w.log.Warn("metric points wait for the database; they are kept and written when it works again",
+				"points", w.Backlog().Points, "why", reason, "err", err)
+		}
+		w.retries.Add(1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-w.quit:
+			t.Stop()
+		}
+		wait = min(2*wait, w.retryMax)
 	}
-	n := w.errs.Add(1)
-	w.failed.Add(uint64(len(pts)))
-	// Log the first failure, then at most one line every 10 s.
-	if now := time.Now(); n == 1 || now.Sub(w.lastLog) >= 10*time.Second {
-		w.lastLog = now
-		w.log.Error("metric points could not be stored and are lost",
-			"points", len(pts), "failures_so_far", n, "err", err)
+}
+
+// Backlog is what waits in a Writer: points added and not yet stored, per
+// run, and why the store fails, if it does.
+type Backlog struct {
+	Points int            `json:"points"`
+	Runs   map[string]int `json:"runs,omitempty"`
+	Reason string         `json:"reason,omitempty"` // "disk full", ...; "" while the store works
+	Since  time.Time      `json:"since,omitzero"`   // when the store began to fail
+}
+
+// Waiting is the number of a run's points that wait because the store
+// fails ("" reason: none wait for that reason).
+func (b Backlog) Waiting(runID string) (int, string) {
+	if b.Reason == "" {
+		return 0, ""
 	}
-	return fmt.Errorf("store %d metric points: %w", len(pts), err)
+	return b.Runs[runID], b.Reason
+}
+
+// Backlog returns what waits now.
+func (w *Writer) Backlog() Backlog {
+	w.bmu.Lock()
+	defer w.bmu.Unlock()
+	b := Backlog{Reason: w.fault, Since: w.faultSince}
+	if len(w.pending) > 0 {
+		b.Runs = make(map[string]int, len(w.pending))
+		for r, n := range w.pending {
+			b.Runs[r] = n
+			b.Points += n
+		}
+	}
+	return b
+}
+
+func (w *Writer) addPending(pts []storage.MetricPoint) {
+	if len(pts) == 0 {
+		return
+	}
+	w.bmu.Lock()
+	for i := 0; i < len(pts); {
+		j := i + 1
+		for j < len(pts) && pts[j].RunID == pts[i].RunID {
+			j++
+		}
+		w.pending[pts[i].RunID] += j - i
+		i = j
+	}
+	w.bmu.Unlock()
+}
+
+func (w *Writer) donePending(pts []storage.MetricPoint) {
+	if len(pts) == 0 {
+		return
+	}
+	w.bmu.Lock()
+	for i := 0; i < len(pts); {
+		j := i + 1
+		for j < len(pts) && pts[j].RunID == pts[i].RunID {
+			j++
+		}
+		if n := w.pending[pts[i].RunID] - (j - i); n > 0 {
+			w.pending[pts[i].RunID] = n
+		} else {
+			delete(w.pending, pts[i].RunID)
+		}
+		i = j
+	}
+	w.bmu.Unlock()
+}
+
+// setFault records why the store fails ("" when it works again) and
+// updates the status file; it reports whether a fault began.
+func (w *Writer) setFault(reason string) (began bool) {
+	w.bmu.Lock()
+	changed := w.fault != reason
+	began = w.fault == "" && reason != ""
+	if changed {
+		w.fault = reason
+		w.faultSince = time.Time{}
+		if reason != "" {
+			w.faultSince = time.Now()
+		}
+	}
+	w.bmu.Unlock()
+	if w.status != nil && (changed || reason != "") {
+		b := w.Backlog()
+		if b.Reason == "" {
+			b = Backlog{}
+		}
+		if err := w.status.write(b); err != nil && began {
+			w.log.Warn("cannot update the metrics status file", "err", err)
+		}
+	}
+	if changed && reason == "" {
+		w.log.Info("the database works again; waiting metric points are stored")
+	}
+	return began
 }

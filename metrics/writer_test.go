@@ -19,12 +19,14 @@ import (
 type fakeStore struct {
 	mu      sync.Mutex
 	batches [][]storage.MetricPoint
+	cursors [][]storage.MetricCursor
 	fail    int           // fail this many calls, then succeed
+	failErr error         // the error of a failing call (default: a permanent one)
 	calls   chan int      // if set, gets the size of every call when it starts
 	release chan struct{} // if set, every call waits for a value (or ctx)
 }
 
-func (s *fakeStore) InsertMetricPoints(ctx context.Context, pts []storage.MetricPoint) error {
+func (s *fakeStore) InsertMetrics(ctx context.Context, pts []storage.MetricPoint, curs []storage.MetricCursor) error {
 	if s.calls != nil {
 		s.calls <- len(pts)
 	}
@@ -39,9 +41,13 @@ func (s *fakeStore) InsertMetricPoints(ctx context.Context, pts []storage.Metric
 	defer s.mu.Unlock()
 	if s.fail > 0 {
 		s.fail--
-		return errors.New("disk full")
+		if s.failErr != nil {
+			return s.failErr
+		}
+		return errors.New("no such table: metric_points")
 	}
 	s.batches = append(s.batches, append([]storage.MetricPoint(nil), pts...))
+	s.cursors = append(s.cursors, append([]storage.MetricCursor(nil), curs...))
 	return nil
 }
 
@@ -165,7 +171,7 @@ func TestWriterStoreErrorIsCountedAndReported(t *testing.T) {
 	w.Add(pt(3))
 	err := w.Flush(t.Context())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "disk full")
+	assert.Contains(t, err.Error(), "no such table")
 	assert.Equal(t, []int64{3}, st.steps(), "the batch after the failure is stored")
 
 	w.Add(pt(4))
@@ -202,7 +208,7 @@ func TestWriterCloseGivesUpOnHungStore(t *testing.T) {
 	assert.Equal(t, uint64(1), w.Stats().Errors)
 
 	w.Add(pt(2))
-	assert.Equal(t, uint64(1), w.Stats().Dropped)
+	assert.Equal(t, uint64(2), w.Stats().Dropped, "the point of the cancelled call and the one added after Close")
 	assert.ErrorIs(t, w.Flush(t.Context()), ErrWriterClosed)
 	assert.NoError(t, w.Close(t.Context()))
 }
@@ -240,4 +246,63 @@ func TestWriterConcurrentProducers(t *testing.T) {
 	require.NoError(t, w.Close(t.Context()))
 	assert.Len(t, st.steps(), 4000)
 	assert.Equal(t, uint64(4000), w.Stats().Points)
+}
+
+// A store that fails for a passing cause (disk full) loses nothing: the
+// batch is tried again, the backlog says how many points wait and why, and
+// everything is stored, in order, once the store works again.
+func TestWriterRetriesPassingStoreFaults(t *testing.T) {
+	st := &fakeStore{fail: 4, failErr: errors.New("insert 3 metric points: commit: database or disk is full")}
+	w := NewWriter(st, WriterOptions{BatchSize: 2, FlushInterval: time.Millisecond, RetryMax: 5 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer w.Close(context.Background())
+	cur := func(off int64) *storage.MetricCursor {
+		return &storage.MetricCursor{RunID: "r", Stage: "train", Attempt: 1, Source: "stdout", Offset: off}
+	}
+	w.AddWith(cur(10), point("loss", 1), point("acc", 1))
+	w.AddWith(cur(20), point("loss", 2))
+	deadline := time.Now().Add(5 * time.Second)
+	for w.Backlog().Reason == "" && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	b := w.Backlog()
+	assert.Equal(t, "disk full", b.Reason)
+	assert.Equal(t, 3, b.Runs["r"])
+	assert.Contains(t, b.Describe("r"), "3 metric points not yet stored: disk full")
+	require.NoError(t, w.Flush(context.Background()))
+	assert.Equal(t, []int64{1, 1, 2}, st.steps(), "all stored, in order")
+	assert.Equal(t, "", w.Backlog().Reason)
+	assert.Zero(t, w.Backlog().Points)
+	s := w.Stats()
+	assert.Equal(t, uint64(3), s.Points)
+	assert.Zero(t, s.Failed)
+	assert.Equal(t, uint64(4), s.Retries)
+	// Each line's cursor went with its points.
+	st.mu.Lock()
+	var offs []int64
+	for _, cs := range st.cursors {
+		for _, c := range cs {
+			offs = append(offs, c.Offset)
+		}
+	}
+	st.mu.Unlock()
+	assert.Equal(t, []int64{10, 20}, offs)
+}
+
+// A line's points are never split between two batches: a batch stored
+// without the rest of a line would have no cursor for it.
+func TestWriterKeepsALinesPointsInOneBatch(t *testing.T) {
+	st := &fakeStore{}
+	w := NewWriter(st, WriterOptions{BatchSize: 4, FlushInterval: time.Hour})
+	cur := &storage.MetricCursor{RunID: "r", Stage: "train", Attempt: 1, Source: "stdout"}
+	for i := range 3 {
+		cur.Offset = int64(i)
+		w.AddWith(cur, point("a", int64(i)), point("b", int64(i)), point("c", int64(i)))
+	}
+	require.NoError(t, w.Close(context.Background()))
+	assert.Equal(t, []int{3, 3, 3}, st.sizes())
+}
+
+func point(key string, step int64) storage.MetricPoint {
+	return storage.MetricPoint{RunID: "r", Stage: "train", Attempt: 1, Key: key, Step: step, Value: float64(step)}
 }

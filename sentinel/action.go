@@ -35,7 +35,7 @@ type Policy map[Kind]Action
 // returns it as a Policy; errors name the bad entry and the valid words.
 func ParsePolicy(spec map[string]Action) (Policy, error) {
 	known := map[Kind]bool{}
-	for _, k := range Kinds {
+	for _, k := range append(append([]Kind(nil), Kinds...), FailureKinds...) {
 		known[k] = true
 	}
 	p := Policy{}
@@ -69,16 +69,16 @@ func ParsePolicy(spec map[string]Action) (Policy, error) {
 }
 
 func kindList() string {
-	s := make([]string, len(Kinds))
-	for i, k := range Kinds {
-		s[i] = string(k)
+	var s []string
+	for _, k := range append(append([]Kind(nil), Kinds...), FailureKinds...) {
+		s = append(s, string(k))
 	}
 	return strings.Join(s, ", ")
 }
 
 func runKinds() string {
 	var s []string
-	for _, k := range Kinds {
+	for _, k := range append(append([]Kind(nil), Kinds...), FailureKinds...) {
 		if k.Scope() == ScopeRun {
 			s = append(s, string(k))
 		}
@@ -99,7 +99,7 @@ const (
 // Scope returns the scope of a kind.
 func (k Kind) Scope() Scope {
 	switch k {
-	case NaN, LossSpike, Divergence, GradExplosion, Plateau, Hang:
+	case NaN, LossSpike, Divergence, GradExplosion, Plateau, Hang, CUDAOOM:
 		return ScopeRun
 	case QueueStuck:
 		return ScopeQueue

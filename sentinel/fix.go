@@ -34,6 +34,8 @@ var fixes = map[Kind]string{
 		"that; otherwise stop it so the GPU goes back to the queue.",
 	QueueStuck: "Not enough free GPU memory for this stage: lower its gpu_memory request (smaller batch, mixed " +
 		"precision, gradient checkpointing), wait for or stop the runs that hold GPUs, or raise its priority.",
+	CUDAOOM: "Lower the batch size (or use gradient accumulation), use mixed precision or gradient checkpointing, or ask " +
+		"for a GPU with more memory; sentinel: {cuda_oom: {do: retry, set: {batch_size: \"/2\"}}} retries with half the batch.",
 	GPUHealth: "The GPU reported a hardware or driver error: drain it (let running work finish, start nothing " +
 		"new), look at `nvidia-smi -q` and the kernel log; uncorrectable ECC errors or a GPU off the bus need a " +
 		"reset or a reboot, and a repeat needs the vendor.",

@@ -175,6 +175,22 @@ type stream struct {
 	cusumAt  int64 // the step the current CUSUM excursion began
 	raw      bool  // a non-positive value was seen: work on raw values
 
+	// Running means (Keras logs the mean over the epoch so far, which
+	// restarts every epoch) are recognised on the values as they arrive:
+	// arrIncs are the recent steps between arrivals, early the sizes of
+	// the first steps since the last restart, segN the points since it.
+	// Once one restart is seen, the detectors judge only each epoch's
+	// final mean (lastY, lastP: the latest arrival).
+	arrIncs ring
+	arrPrev float64
+	hasArr  bool
+	early   []float64
+	segN    int
+	resets  int
+	hasRef  bool // ref holds a level
+	lastY   float64
+	lastP   Point
+
 	// grad
 	grads ring
 
@@ -240,6 +256,7 @@ func (s *Sentinel) observe(p Point, out []Anomaly) []Anomaly {
 		if st.role&roleLoss != 0 {
 			st.logs, st.logSteps, st.incs = newRing(s.cfg.SpikeWindow), newRing(s.cfg.SpikeWindow), newRing(s.cfg.DivWindow)
 			st.level = newRing(s.cfg.DivLevelWindow)
+			st.arrIncs = newRing(runningMeanRecent)
 		}
 		if st.role&roleGrad != 0 {
 			st.grads = newRing(s.cfg.GradWindow)
@@ -276,11 +293,51 @@ func (s *Sentinel) lossDetectors(st *stream, p Point, out []Anomaly) []Anomaly {
 		st.raw = true
 		st.logs, st.logSteps, st.incs = newRing(s.cfg.SpikeWindow), newRing(s.cfg.SpikeWindow), newRing(s.cfg.DivWindow)
 		st.level = newRing(s.cfg.DivLevelWindow)
-		st.hasPrev, st.cusum = false, 0
+		st.hasPrev, st.cusum, st.hasRef = false, 0, false
+		st.arrIncs, st.hasArr, st.early, st.segN = newRing(runningMeanRecent), false, nil, 0
 	}
 	if !st.raw {
 		y = math.Log(y)
 	}
+	restart := false
+	if st.hasArr {
+		d := y - st.arrPrev
+		restart = s.restarted(st, math.Abs(d))
+		if !restart {
+			st.arrIncs.push(d)
+			if len(st.early) < runningMeanEarly {
+				st.early = append(st.early, math.Abs(d))
+			}
+		}
+	}
+	st.arrPrev, st.hasArr = y, true
+	st.segN++
+	if restart {
+		// A running mean restarted with a new epoch: its jump is no spike,
+		// and its first points average a handful of batches. From now on
+		// the detectors judge each epoch's final mean, the one before the
+		// restart, as a point of its own.
+		st.resets++
+		if st.resets == 1 {
+			// What they saw so far were the first epoch's partial means.
+			st.logs, st.logSteps, st.incs = newRing(s.cfg.SpikeWindow), newRing(s.cfg.SpikeWindow), newRing(s.cfg.DivWindow)
+			st.level = newRing(s.cfg.DivLevelWindow)
+			st.hasPrev, st.cusum, st.hasRef = false, 0, false
+		}
+		endY, endP := st.lastY, st.lastP
+		st.lastY, st.lastP = y, p
+		return s.judgeLoss(st, endY, endP, out)
+	}
+	st.lastY, st.lastP = y, p
+	if st.resets > 0 {
+		return out // inside an epoch of a running mean: wait for its end
+	}
+	return s.judgeLoss(st, y, p, out)
+}
+
+// judgeLoss runs the spike and divergence detectors on one value y (log
+// scale unless the stream is raw) of point p.
+func (s *Sentinel) judgeLoss(st *stream, y float64, p Point, out []Anomaly) []Anomaly {
 	// Loss spike: robust z-score against the previous window. Once the
 	// stream diverges, every later value is "a spike": say it once.
 	if !st.fired[LossSpike] && !st.fired[Divergence] && st.logs.len() >= s.cfg.SpikeMinPoints {
@@ -300,7 +357,7 @@ func (s *Sentinel) lossDetectors(st *stream, p Point, out []Anomaly) []Anomaly {
 	// its step-to-step noise, each step clipped so one outlier cannot trip
 	// it alone.
 	// It waits for DivWarmup increments to know the noise.
-	if st.hasPrev && !st.fired[Divergence] && st.incs.len() >= s.cfg.DivWarmup {
+	if st.hasPrev && st.hasRef && !st.fired[Divergence] && st.incs.len() >= s.cfg.DivWarmup && !s.converging(st) {
 		scale := s.floor(st, st.ref)
 		s.scratch = st.incs.values(s.scratch[:0])
 		_, mad, sc := medianMAD(s.scratch, s.scratch2)
@@ -321,13 +378,73 @@ func (s *Sentinel) lossDetectors(st *stream, p Point, out []Anomaly) []Anomaly {
 	}
 	st.level.push(y)
 	s.scratch = st.level.values(s.scratch[:0])
-	if m := median(s.scratch); !st.hasPrev || m < st.ref {
-		st.ref, st.refStep = m, p.Step
+	// The reference is a level: a rolling median of at least refMinPoints
+	// values (the first points of a running mean average only a batch or
+	// two, and one lucky batch would make a level it can never keep).
+	if m := median(s.scratch); st.level.len() >= refMinPoints && (!st.hasRef || m < st.ref) {
+		st.ref, st.refStep, st.hasRef = m, p.Step, true
 	}
 	st.prevLog, st.hasPrev = y, true
 	st.logs.push(y)
 	st.logSteps.push(float64(p.Step))
 	return out
+}
+
+// Running-mean recognition. A running mean m_n = mean(x_1..x_n) moves by
+// (x_n − m_{n−1})/n: its steps shrink like 1/n as the epoch goes on, and
+// when the mean restarts with the next epoch it jumps by about one raw
+// value's spread. A jump at least runningMeanJump times the recent steps,
+// on a stretch whose first steps were at least runningMeanDecay times its
+// recent ones, is such a restart. A noisy loss logged point by point has
+// steps of one size throughout (that ratio stays near 1), so its spikes
+// are never taken for restarts.
+const (
+	refMinPoints      = 5  // values behind the divergence detector's reference level
+	runningMeanEarly  = 10 // steps that measure the start of a stretch
+	runningMeanRecent = 20 // steps that measure its present
+	runningMeanMinN   = 30 // a stretch this long before a restart counts
+	runningMeanJump   = 20
+	runningMeanDecay  = 5
+)
+
+// converging reports whether a young stream (its first 4·runningMeanMinN
+// points, no restart seen yet) moves in ever smaller steps: its recent
+// steps are half its first ones or less. That is a running mean
+// settling (or a loss falling fast): a rise in it is the mean finding its
+// level, not divergence.
+func (s *Sentinel) converging(st *stream) bool {
+	if st.resets > 0 || st.segN > 4*runningMeanMinN || len(st.early) < 5 || st.arrIncs.len() < 5 {
+		return false
+	}
+	s.scratch = st.arrIncs.values(s.scratch[:0])
+	last := s.scratch[len(s.scratch)-5:]
+	for i, v := range last {
+		last[i] = math.Abs(v)
+	}
+	r := median(last)
+	s.scratch2 = append(s.scratch2[:0], st.early[:5]...)
+	return median(s.scratch2) >= 2*r
+}
+
+// restarted reports whether a step of size d ends a running mean's epoch;
+// it starts a new stretch when it does.
+func (s *Sentinel) restarted(st *stream, d float64) bool {
+	if st.segN < runningMeanMinN || len(st.early) < runningMeanEarly || st.arrIncs.len() < runningMeanRecent {
+		return false
+	}
+	s.scratch = st.arrIncs.values(s.scratch[:0])
+	for i, v := range s.scratch {
+		s.scratch[i] = math.Abs(v)
+	}
+	r := median(s.scratch)
+	s.scratch2 = append(s.scratch2[:0], st.early...)
+	e := median(s.scratch2)
+	if r <= 0 || d < runningMeanJump*r || e < runningMeanDecay*r {
+		return false
+	}
+	st.segN, st.early = 0, st.early[:0]
+	st.arrIncs = newRing(runningMeanRecent)
+	return true
 }
 
 // floor is the smallest scale a loss stream's noise is given: DivFloor in
@@ -397,6 +514,20 @@ func (s *Sentinel) EndAttempt(run, stage string, attempt int) {
 		}
 	}
 	delete(s.queued, attemptKey{run, stage, 0})
+}
+
+// Hold tells the hang detector that the attempts' metrics are held back
+// (the engine's readers wait for the database) as of now: every attempt
+// that has reported counts as having reported at now, so the silence while
+// they wait is never called a hang.
+func (s *Sentinel) Hold(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, at := range s.attempts {
+		if !at.lastWall.IsZero() && now.After(at.lastWall) {
+			at.lastWall = now
+		}
+	}
 }
 
 // Tick runs the time-based metric detector (hang) at now: every attempt that

@@ -14,8 +14,11 @@ type Point struct {
 	Attempt    int
 	Key        string
 	Step       int64
-	Value      float64   // NaN and ±Inf are what the NaN detector looks for
-	Wall       time.Time // when Niuma read the line; the hang detector's clock
+	Value      float64 // NaN and ±Inf are what the NaN detector looks for
+	// Wall is when Niuma received the point: the hang detector's clock.
+	// Never the workload's own time (a TensorBoard event's wall_time): a
+	// file written yesterday and read now arrived now.
+	Wall time.Time
 }
 
 // Throttle is a bit set of the reasons a GPU runs below its top clocks, with
@@ -89,11 +92,19 @@ const (
 	IdleGPU       Kind = "idle_gpu"
 	QueueStuck    Kind = "queue_stuck"
 	GPUHealth     Kind = "gpu_health"
+	// CUDAOOM is a stage that failed because its GPU ran out of memory
+	// (Diagnose recognises it); a template may answer it with a retry
+	// with a smaller batch.
+	CUDAOOM Kind = "cuda_oom"
 )
 
 // Kinds lists every kind, in the order reports show them.
 var Kinds = []Kind{NaN, LossSpike, Divergence, GradExplosion, Plateau, Hang,
 	Overheating, MemoryLeak, DataStall, IdleGPU, QueueStuck, GPUHealth}
+
+// FailureKinds are kinds no detector raises: Diagnose recognises them in a
+// failed attempt's output, and a template may answer them like any other.
+var FailureKinds = []Kind{CUDAOOM}
 
 // Severity says how urgent an anomaly is; the words match storage's
 // severities ("info", "warning", "critical").

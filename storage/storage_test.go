@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -621,6 +623,27 @@ func pt(stage string, attempt int, key string, step int64, v float64) MetricPoin
 	return MetricPoint{RunID: "r", Stage: stage, Attempt: attempt, Key: key, Step: step, Value: v, Wall: ts(step)}
 }
 
+// noSeq clears what the insert assigns, for comparing with points as given.
+func noSeq(pts []MetricPoint) []MetricPoint {
+	if pts == nil {
+		return nil
+	}
+	out := make([]MetricPoint, len(pts))
+	for i, p := range pts {
+		p.Seq = 0
+		out[i] = p
+	}
+	return out
+}
+
+func seqs(pts []MetricPoint) []int64 {
+	out := make([]int64, len(pts))
+	for i, p := range pts {
+		out[i] = p.Seq
+	}
+	return out
+}
+
 func TestLastMetricsAndSeries(t *testing.T) {
 	db := openTestDB(t)
 	ctx := context.Background()
@@ -639,13 +662,14 @@ func TestLastMetricsAndSeries(t *testing.T) {
 
 	last, err := db.LastMetrics(ctx, "r")
 	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2, 2, 1, 1}, seqs(last), "each last point's place in its series")
 	require.Equal(t, []MetricPoint{
 		pt("preprocess", 1, "rows", 100, 60000),
 		pt("train", 1, "acc", 50, 0.7), // attempt 2 never logged acc
 		pt("train", 2, "loss", 5, 0.8), // highest attempt beats highest step
 		pt("validate", 1, "acc", 1, 0.6),
 		pt("adhoc", 1, "x", 1, 1),
-	}, last)
+	}, noSeq(last))
 
 	tests := []struct {
 		name, stage, key string
@@ -660,7 +684,7 @@ func TestLastMetricsAndSeries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := db.MetricSeries(ctx, "r", tt.stage, tt.key)
 			require.NoError(t, err)
-			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.want, noSeq(got))
 		})
 	}
 
@@ -733,15 +757,96 @@ func TestInsertMetricPointsBatchSizes(t *testing.T) {
 	require.NoError(t, db.InsertMetricPoints(ctx, nil), "nothing to insert is fine")
 }
 
-func TestInsertMetricPointsDuplicateKeepsLast(t *testing.T) {
+// Points that share a step are all kept, in arrival order, and the
+// series' summary counts them.
+func TestInsertMetricPointsKeepsPointsThatShareAStep(t *testing.T) {
 	db := openTestDB(t)
 	ctx := context.Background()
 	createTestRun(t, db, "r", ts(0))
 	require.NoError(t, db.InsertMetricPoints(ctx, []MetricPoint{pt("train", 1, "loss", 1, 1), pt("train", 1, "loss", 1, 2)}))
-	require.NoError(t, db.InsertMetricPoints(ctx, []MetricPoint{pt("train", 1, "loss", 1, 3)}))
+	require.NoError(t, db.InsertMetricPoints(ctx, []MetricPoint{pt("train", 1, "loss", 1, 3), pt("train", 1, "loss", 0, 4)}))
 	got, err := db.MetricSeries(ctx, "r", "train", "loss")
 	require.NoError(t, err)
-	require.Equal(t, []MetricPoint{pt("train", 1, "loss", 1, 3)}, got)
+	want := []MetricPoint{pt("train", 1, "loss", 0, 4), pt("train", 1, "loss", 1, 1), pt("train", 1, "loss", 1, 2), pt("train", 1, "loss", 1, 3)}
+	for i, seq := range []int64{4, 1, 2, 3} {
+		want[i].Seq = seq
+	}
+	require.Equal(t, want, got, "by step, then by arrival")
+	sums, err := db.MetricSummaries(ctx, "r")
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	s := sums[0]
+	assert.Equal(t, int64(4), s.Points)
+	assert.Equal(t, int64(3), s.Repeats, "three points arrived at a step not above an earlier one")
+	assert.Equal(t, 1.0, s.Min)
+	assert.Equal(t, 4.0, s.Max)
+	assert.Equal(t, int64(1), s.Last.Step)
+	assert.Equal(t, int64(3), s.Last.Seq, "the last of the points at the highest step")
+	assert.Equal(t, 3.0, s.Last.Value)
+}
+
+// Many scalars at one step (a real DQN log had 17,246 at step 0) are all
+// stored.
+func TestInsertMetricPointsManyAtOneStep(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	createTestRun(t, db, "r", ts(0))
+	pts := make([]MetricPoint, 17246)
+	for i := range pts {
+		pts[i] = MetricPoint{RunID: "r", Stage: "train", Attempt: 1, Key: "reward", Step: 0, Value: float64(i)}
+	}
+	require.NoError(t, db.InsertMetricPoints(ctx, pts[:5000]))
+	require.NoError(t, db.InsertMetricPoints(ctx, pts[5000:]))
+	got, err := db.MetricSeries(ctx, "r", "train", "reward")
+	require.NoError(t, err)
+	require.Len(t, got, len(pts))
+	for i, p := range got {
+		require.Equal(t, int64(i+1), p.Seq)
+		require.Equal(t, float64(i), p.Value)
+	}
+	n, err := db.CountMetricPoints(ctx, "r")
+	require.NoError(t, err)
+	require.Equal(t, len(pts), n)
+}
+
+func TestInsertMetricsStoresCursorsWithThePoints(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	createTestRun(t, db, "r", ts(0))
+	cur := func(src string, off int64, state string) MetricCursor {
+		return MetricCursor{RunID: "r", Stage: "train", Attempt: 1, Source: src, Offset: off, State: state}
+	}
+	require.NoError(t, db.InsertMetrics(ctx, []MetricPoint{pt("train", 1, "loss", 1, 1)}, []MetricCursor{cur("stdout", 40, `{"line":2}`)}))
+	require.NoError(t, db.InsertMetrics(ctx, nil, []MetricCursor{cur("stdout", 90, ""), cur("tb:events.1", 7, "")}))
+	got, err := db.MetricCursors(ctx, "r", "train", 1)
+	require.NoError(t, err)
+	require.Equal(t, map[string]MetricCursor{"stdout": cur("stdout", 90, ""), "tb:events.1": cur("tb:events.1", 7, "")}, got)
+
+	// A failing batch stores neither its points nor its cursor.
+	bad := []MetricPoint{pt("train", 1, "loss", 2, 2), {RunID: "missing", Stage: "train", Attempt: 1, Key: "loss", Step: 3}}
+	require.Error(t, db.InsertMetrics(ctx, bad, []MetricCursor{cur("stdout", 200, "")}))
+	got, err = db.MetricCursors(ctx, "r", "train", 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(90), got["stdout"].Offset)
+	n, err := db.CountMetricPoints(ctx, "r")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+func TestTransientWriteErrors(t *testing.T) {
+	for msg, want := range map[string]string{
+		"commit: database or disk is full":                 "disk full",
+		"disk I/O error":                                   "disk I/O error",
+		"database is locked":                               "database busy (another process holds its lock)",
+		"write /x: no space left on device":                "disk full",
+		"attempt to write a readonly database":             "database read-only",
+		"FOREIGN KEY constraint failed":                    "",
+		"insert 3 metric points: UNIQUE constraint failed": "",
+	} {
+		got, ok := Transient(errors.New(msg))
+		assert.Equal(t, want, got, msg)
+		assert.Equal(t, want != "", ok, msg)
+	}
 }
 
 func TestInsertMetricPointsIsAtomic(t *testing.T) {
@@ -830,7 +935,7 @@ func TestInsertMetricPointsAfterRunDeletedElsewhere(t *testing.T) {
 	require.NoError(t, a.InsertMetricPoints(ctx, []MetricPoint{pt("train", 1, "loss", 2, 2)}))
 	got, err := b.MetricSeries(ctx, "r", "train", "loss")
 	require.NoError(t, err)
-	require.Equal(t, []MetricPoint{pt("train", 1, "loss", 2, 2)}, got, "no point of the deleted run survives or leaks in")
+	require.Equal(t, []MetricPoint{pt("train", 1, "loss", 2, 2)}, noSeq(got), "no point of the deleted run survives or leaks in")
 
 	// Deleted for good: the insert fails, naming the cause.
 	require.NoError(t, b.DeleteRun(ctx, "r"))
@@ -1083,4 +1188,118 @@ func TestListRunsByFingerprint(t *testing.T) {
 	all, err := db.ListRuns(ctx, RunFilter{Fingerprint: "fp1"})
 	require.NoError(t, err)
 	require.Len(t, all, 2)
+}
+
+// An archive written before points had a sequence keeps every point, and
+// its series get their summaries.
+func TestMigrationToSequencedPointsKeepsPoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "niuma.db")
+	raw, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on")
+	require.NoError(t, err)
+	_, err = raw.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`)
+	require.NoError(t, err)
+	ms, err := loadMigrations()
+	require.NoError(t, err)
+	for _, m := range ms {
+		if m.version >= 40 {
+			break
+		}
+		_, err := raw.Exec(m.sql)
+		require.NoError(t, err, m.name)
+		_, err = raw.Exec(`INSERT INTO schema_migrations VALUES (?, 0)`, m.version)
+		require.NoError(t, err)
+	}
+	_, err = raw.Exec(`INSERT INTO runs (id, state, created_ns) VALUES ('r', 'succeeded', 0);
+		INSERT INTO metric_series (run_id, stage, key, attempt) VALUES ('r', 'train', 'loss', 1);
+		INSERT INTO metric_points (series_id, step, value, wall_ns) VALUES (1, 1, 0.9, 10), (1, 2, NULL, 20), (1, 3, 0.5, 30), (1, 4, 9e999, 40);`)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	db, err := Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	got, err := db.MetricSeries(ctx, "r", "train", "loss")
+	require.NoError(t, err)
+	require.Len(t, got, 4)
+	for i, p := range got {
+		require.Equal(t, int64(i+1), p.Step)
+		require.Equal(t, int64(i+1), p.Seq)
+	}
+	sums, err := db.MetricSummaries(ctx, "r")
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	assert.Equal(t, int64(4), sums[0].Points)
+	assert.Equal(t, int64(2), sums[0].NonFinite)
+	assert.Equal(t, 0.5, sums[0].Min)
+	assert.Equal(t, 0.9, sums[0].Max)
+	assert.Equal(t, int64(4), sums[0].Last.Step)
+	assert.Equal(t, math.Inf(1), sums[0].Last.Value)
+	assert.Equal(t, "step", sums[0].StepSource)
+	// New points continue the sequence.
+	require.NoError(t, db.InsertMetricPoints(ctx, []MetricPoint{{RunID: "r", Stage: "train", Attempt: 1, Key: "loss", Step: 4, Value: 0.4}}))
+	got, err = db.MetricSeries(ctx, "r", "train", "loss")
+	require.NoError(t, err)
+	require.Len(t, got, 5)
+	assert.Equal(t, int64(5), got[4].Seq)
+}
+
+func TestMetricSeriesEnvelopeKeepsExtremesAndNaNs(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	createTestRun(t, db, "r", ts(0))
+	pts := make([]MetricPoint, 10000)
+	for i := range pts {
+		v := 1.0 / float64(i+1)
+		switch i {
+		case 5000:
+			v = 50 // a spike
+		case 7777:
+			v = math.NaN()
+		}
+		pts[i] = MetricPoint{RunID: "r", Stage: "train", Attempt: 1, Key: "loss", Step: int64(i / 2), Value: v}
+	}
+	require.NoError(t, db.InsertMetricPoints(ctx, pts))
+	got, err := db.MetricSeriesEnvelope(ctx, "r", "train", "loss", 100)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(got), 300)
+	assert.GreaterOrEqual(t, len(got), 100)
+	var spike, nan bool
+	for i, p := range got {
+		if i > 0 {
+			prev := got[i-1]
+			require.True(t, prev.Step < p.Step || (prev.Step == p.Step && prev.Seq < p.Seq), "ordered by step, then arrival")
+		}
+		spike = spike || p.Value == 50
+		nan = nan || math.IsNaN(p.Value)
+	}
+	assert.True(t, spike, "the spike is kept")
+	assert.True(t, nan, "the NaN is kept")
+	whole, err := db.MetricSeriesEnvelope(ctx, "r", "train", "loss", 10000)
+	require.NoError(t, err)
+	assert.Len(t, whole, 10000, "a short series comes back whole")
+}
+
+func TestMetricSeriesEnvelopeOfPointsAtOneStep(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	createTestRun(t, db, "r", ts(0))
+	pts := make([]MetricPoint, 5000)
+	for i := range pts {
+		pts[i] = MetricPoint{RunID: "r", Stage: "train", Attempt: 1, Key: "reward", Step: 0, Value: float64(i % 97)}
+	}
+	pts[4321].Value = 1000
+	require.NoError(t, db.InsertMetricPoints(ctx, pts))
+	got, err := db.MetricSeriesEnvelope(ctx, "r", "train", "reward", 50)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(got), 50)
+	assert.LessOrEqual(t, len(got), 53)
+	var top float64
+	for i, p := range got {
+		if i > 0 {
+			require.Less(t, got[i-1].Seq, p.Seq, "in arrival order within the step")
+		}
+		top = max(top, p.Value)
+	}
+	assert.Equal(t, 1000.0, top)
 }

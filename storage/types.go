@@ -119,6 +119,8 @@ type Attempt struct {
 }
 
 // MetricPoint is one value of one metric key at one step of one attempt.
+// Points that share a step are all kept: Seq numbers a series' points in
+// the order they were stored (1, 2, ...), and is assigned by the insert.
 type MetricPoint struct {
 	RunID, Stage string
 	Attempt      int
@@ -126,6 +128,42 @@ type MetricPoint struct {
 	Step         int64
 	Value        float64   // NaN and ±Inf round-trip
 	Wall         time.Time // stored as unix nanoseconds; zero = NULL
+	// Seq is the point's place in its series' arrival order; set when read
+	// back (ignored on insert).
+	Seq int64
+	// StepSource names what gave the step ("step", "epoch", "global_step",
+	// "counter", "line", "tensorboard", ...); the series keeps the latest
+	// one given. Empty on insert keeps the series' own.
+	StepSource string
+}
+
+// MetricCursor is how far one source of an attempt's metrics (its stdout,
+// its stderr, one TensorBoard or CSV file) has been read into stored
+// points: a byte offset, and the reader's state at that offset (opaque to
+// storage). It is stored in the same transaction as the points it covers.
+type MetricCursor struct {
+	RunID, Stage string
+	Attempt      int
+	Source       string
+	Offset       int64
+	State        string
+}
+
+// SeriesSummary is what storage keeps about one metric of one attempt as
+// its points are written, so that reading it never scans the points.
+type SeriesSummary struct {
+	Stage, Key string
+	Attempt    int
+	Points     int64 // how many points
+	// Repeats counts points that arrived at a step not above an earlier
+	// point's (a step shared, or a counter that went back).
+	Repeats   int64
+	NonFinite int64   // NaN and ±Inf values
+	Min, Max  float64 // over the finite values; NaN when there are none
+	// Last is the point with the highest step (the latest of those that
+	// share it).
+	Last       MetricPoint
+	StepSource string
 }
 
 // Event is an anomaly or another notable happening.

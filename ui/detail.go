@@ -192,6 +192,7 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 		}
 		lines = append(lines, why+r.Error)
 	}
+	lines = append(lines, runNotes(*r)...)
 	d.info.SetText(strings.Join(lines, "\n"))
 
 	rows := []fyne.CanvasObject{}
@@ -297,4 +298,39 @@ func (d *runDetail) showCurve(selected bool, pts []engine.Point, chosen string, 
 	d.curve.Image = img
 	d.curve.Refresh()
 	d.curveBox.Show()
+}
+
+// runNotes are the lines the run view adds under a run's summary: why a
+// stage failed (the recognised cause, its fix, the end of its stderr),
+// metric points that wait for the database, an objective that never
+// appeared.
+func runNotes(r engine.RunInfo) []string {
+	var out []string
+	for _, st := range r.Stages {
+		if f := st.Failure; f != nil {
+			if f.Summary != "" {
+				out = append(out, fmt.Sprintf("Stage %s, attempt %d: %s", st.Name, f.Attempt, f.Summary))
+			}
+			if f.Fix != "" {
+				out = append(out, "Fix: "+f.Fix)
+			}
+			if len(f.Tail) > 0 {
+				tail := f.Tail
+				if len(tail) > 5 {
+					tail = tail[len(tail)-5:]
+				}
+				out = append(out, "Last lines of its stderr:")
+				for _, l := range tail {
+					out = append(out, "    "+l)
+				}
+			}
+		}
+	}
+	if r.MetricsWaiting != "" {
+		out = append(out, "Metrics: "+r.MetricsWaiting)
+	}
+	if r.ObjectiveMissing != "" {
+		out = append(out, "Objective: "+r.ObjectiveMissing)
+	}
+	return out
 }

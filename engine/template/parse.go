@@ -14,6 +14,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"niuma/engine/sandbox"
+	"niuma/metrics/pathglob"
+	"niuma/metrics/textrule"
 	"niuma/printable"
 	"niuma/sentinel"
 )
@@ -25,7 +27,8 @@ var (
 	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add", "pids_limit", "fallback"}
 	objectiveFields = []string{"metric", "goal"}
 	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help"}
-	stageFields     = []string{"name", "command", "needs", "gpus", "gpu_memory", "retries", "timeout", "env"}
+	stageFields     = []string{"name", "command", "needs", "gpus", "gpu_memory", "retries", "timeout", "env", "metrics", "tensorboard", "csv"}
+	ruleFields      = []string{"preset", "pattern", "step", "stream"}
 )
 
 var (
@@ -768,7 +771,75 @@ func (p *parser) stage(i int, raw *yaml.Node, refs *refChecker) (Stage, []needRe
 		}
 	}
 	p.env(&st, f, pre, refs)
+	p.metricRules(&st, f, pre)
+	st.TensorBoard = p.globs(f, "tensorboard", pre)
+	st.CSV = p.globs(f, "csv", pre)
 	return st, nr
+}
+
+// metricRules reads a stage's `metrics:` section: a preset's name, a rule
+// ({preset: ...} or {pattern: ..., step: ..., stream: ...}), or a list of
+// either.
+func (p *parser) metricRules(st *Stage, f *fieldSet, pre string) {
+	n := f.get("metrics")
+	if n == nil {
+		return
+	}
+	items := []*yaml.Node{f.vals["metrics"]}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for _, raw := range items {
+		it := deref(raw)
+		var r textrule.Rule
+		switch {
+		case it == nil || isNull(it):
+			p.addf(raw.Line, "%smetrics: an entry is empty; name a preset (%s) or give a pattern", pre, strings.Join(textrule.Presets, ", "))
+			continue
+		case it.Kind == yaml.ScalarNode:
+			r.Preset = it.Value
+		case it.Kind == yaml.MappingNode:
+			rf := p.fields(it, pre+"metrics: ", ruleFields, "field")
+			r.Preset = p.str(rf, "preset", pre+"metrics: ")
+			r.Pattern = p.str(rf, "pattern", pre+"metrics: ")
+			r.Step = p.str(rf, "step", pre+"metrics: ")
+			r.Stream = p.str(rf, "stream", pre+"metrics: ")
+		default:
+			p.addf(raw.Line, "%smetrics entries are a preset's name or a mapping such as {pattern: 'loss (?P<loss>[0-9.]+)'}, not %s", pre, kindName(it))
+			continue
+		}
+		if err := r.Validate(); err != nil {
+			p.addf(raw.Line, "%smetrics: %v", pre, err)
+			continue
+		}
+		st.Metrics = append(st.Metrics, r)
+	}
+}
+
+// globs reads a field holding one path pattern or a list of them.
+func (p *parser) globs(f *fieldSet, name, pre string) []string {
+	n := f.get(name)
+	if n == nil {
+		return nil
+	}
+	items := []*yaml.Node{f.vals[name]}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	var out []string
+	for _, raw := range items {
+		it := deref(raw)
+		if it == nil || it.Kind != yaml.ScalarNode || isNull(it) {
+			p.addf(raw.Line, "%s%s must be a path pattern relative to the run directory, such as \"outputs/**\", or a list of them", pre, name)
+			continue
+		}
+		if _, err := pathglob.Parse(it.Value); err != nil {
+			p.addf(raw.Line, "%s%s: %v", pre, name, err)
+			continue
+		}
+		out = append(out, it.Value)
+	}
+	return out
 }
 
 func (p *parser) command(st *Stage, f *fieldSet, pre string, refs *refChecker) {

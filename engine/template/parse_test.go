@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"niuma/metrics/textrule"
 )
 
 // example is the bundled demo's shape, as given in the design brief.
@@ -498,5 +501,53 @@ func TestParseSentinelSection(t *testing.T) {
 			require.ErrorContains(t, err, tt.line)
 			require.ErrorContains(t, err, tt.want)
 		})
+	}
+}
+
+func TestStageMetricSources(t *testing.T) {
+	tm, err := Parse("t.yaml", []byte(`name: wlm
+stages:
+  - name: train
+    command: [python3, main.py]
+    metrics:
+      - pytorch-examples
+      - {pattern: 'acc (?P<acc>[0-9.]+)', step: line, stream: stderr}
+    tensorboard: "outputs/**"
+    csv: [lightning_logs/**/metrics.csv]
+  - name: eval
+    command: [python3, eval.py]
+    metrics: keras
+`))
+	require.NoError(t, err)
+	train, _ := tm.Stage("train")
+	assert.Equal(t, []textrule.Rule{{Preset: "pytorch-examples"}, {Pattern: `acc (?P<acc>[0-9.]+)`, Step: "line", Stream: "stderr"}}, train.Metrics)
+	assert.Equal(t, []string{"outputs/**"}, train.TensorBoard)
+	assert.Equal(t, []string{"lightning_logs/**/metrics.csv"}, train.CSV)
+	eval, _ := tm.Stage("eval")
+	assert.Equal(t, []textrule.Rule{{Preset: "keras"}}, eval.Metrics)
+
+	_, err = Parse("t.yaml", []byte(`name: bad
+stages:
+  - name: train
+    command: [python3, main.py]
+    metrics:
+      - pytorch
+      - {pattern: 'loss (\d+)'}
+      - {preset: keras, stream: stdin}
+      - {pattern: 'x', steps: line}
+    tensorboard: /abs/**
+    csv: ../up.csv
+`))
+	require.Error(t, err)
+	msg := err.Error()
+	for _, want := range []string{
+		`t.yaml:6: stage "train": metrics: unknown preset "pytorch": use one of key-value, pytorch-examples, keras, tqdm`,
+		`t.yaml:7: stage "train": metrics: pattern "loss (\\d+)" has no named group`,
+		`t.yaml:8: stage "train": metrics: stream must be stdout, stderr or both`,
+		`t.yaml:9: stage "train": metrics: unknown field "steps"`,
+		`t.yaml:10: stage "train": tensorboard: path pattern "/abs/**" must be relative to the run directory`,
+		`t.yaml:11: stage "train": csv: path pattern "../up.csv" must stay inside the run directory`,
+	} {
+		assert.Contains(t, msg, want)
 	}
 }

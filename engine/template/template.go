@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"niuma/metrics/textrule"
 	"niuma/sentinel"
 )
 
@@ -58,7 +59,14 @@ type Stage struct {
 	Retries      int
 	Timeout      time.Duration // 0 = none
 	Env          map[string]string
-	Line         int // line in the YAML, for errors
+	// Metrics are text rules for the stage's output (presets and patterns;
+	// JSON lines need none). TensorBoard and CSV are globs, relative to the
+	// run directory, of event files and CSV logs to read besides the usual
+	// places (see the README's stage contract).
+	Metrics     []textrule.Rule
+	TensorBoard []string
+	CSV         []string
+	Line        int // line in the YAML, for errors
 }
 
 // Runtime says where stages run: Kind "local" (host processes) or

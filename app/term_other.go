@@ -1,0 +1,7 @@
+//go:build !unix
+
+package app
+
+import "os"
+
+func ttyWidth(*os.File) int { return 0 }

@@ -1,0 +1,288 @@
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"niuma/metrics/pathglob"
+	"niuma/metrics/textrule"
+	"niuma/storage"
+)
+
+// Sources says where one stage's metrics come from, besides the JSON lines
+// every stage may print: its text rules and the files its tools write.
+type Sources struct {
+	// Rules are the stage's text rules (presets and patterns), tried in
+	// order on each line of the streams they read.
+	Rules []textrule.Rule
+	// TensorBoard and CSV are globs relative to the run directory (see
+	// Glob) of event files and CSV logs to read, besides the usual places.
+	TensorBoard []string
+	CSV         []string
+}
+
+// DefaultTensorBoard are where TensorBoard event files are read from
+// without being named: the stage's tb/, and runs/ (SummaryWriter's default)
+// and lightning_logs/ (Lightning's) in the stage's folder and in the run
+// directory, the workload's working directory.
+var (
+	DefaultTensorBoardStage = []string{"tb/**", "runs/*/**", "lightning_logs/*/**"}
+	DefaultTensorBoardRun   = []string{"runs/*/**", "lightning_logs/*/**"}
+	// DefaultCSV: Lightning's CSVLogger, in both folders.
+	DefaultCSV = []string{"lightning_logs/*/metrics.csv"}
+)
+
+// CursorStore is what a Collector reads from storage when it starts:
+// *storage.DB implements it.
+type CursorStore interface {
+	MetricCursors(ctx context.Context, runID, stage string, attempt int) (map[string]storage.MetricCursor, error)
+	MaxSteps(ctx context.Context, runID, stage string, attempt int) (map[string]int64, error)
+}
+
+// Collector gathers the metrics of one stage attempt from every source at
+// once: its stdout and stderr (JSON lines and text rules), the stage's
+// metrics.jsonl, TensorBoard event files and CSV logs. Each source resumes
+// at its stored cursor, so an attempt adopted after a restart (or read
+// again) stores each point exactly once. It is the one thing the engine
+// starts per attempt.
+type Collector struct {
+	Store   CursorStore
+	Writer  *Writer
+	RunID   string
+	Stage   string
+	Attempt int
+	// RunDir and StageDir are the run's and the stage's folders; Stdout
+	// and Stderr the attempt's log files.
+	RunDir, StageDir string
+	Stdout, Stderr   string
+	Sources          Sources
+	// Since: files last modified before it belong to an earlier attempt.
+	Since time.Time
+	// OnPoints gets every batch of points as it is read (from several
+	// goroutines); the slice is reused after the call.
+	OnPoints func(pts []storage.MetricPoint)
+	// OnNote gets what the user should know about the sources: a rule that
+	// matched nothing ("metrics_unmatched"), a damaged TensorBoard file
+	// ("tensorboard_damaged"). kind is a code, message and fix sentences.
+	OnNote func(kind, message, fix string)
+	Logger *slog.Logger
+
+	stops   []func()
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+	watches []*RuleWatch
+}
+
+// Start loads the attempt's cursors and starts following. The sources are
+// checked (their rules and globs must compile: the template parser checked
+// them already).
+func (c *Collector) Start(ctx context.Context) error {
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	var rules []*textrule.Matcher
+	for _, r := range c.Sources.Rules {
+		m, err := textrule.Compile(r)
+		if err != nil {
+			return fmt.Errorf("metrics rule %s: %w", r.Name(), err)
+		}
+		rules = append(rules, m)
+	}
+	var tbLocs, csvLocs []Location
+	add := func(dst *[]Location, base string, patterns []string) error {
+		for _, p := range patterns {
+			g, err := pathglob.Parse(p)
+			if err != nil {
+				return err
+			}
+			*dst = append(*dst, Location{Base: base, Glob: g})
+		}
+		return nil
+	}
+	if err := errors.Join(
+		add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&tbLocs, c.RunDir, DefaultTensorBoardRun),
+		add(&tbLocs, c.RunDir, c.Sources.TensorBoard),
+		add(&csvLocs, c.StageDir, DefaultCSV), add(&csvLocs, c.RunDir, DefaultCSV), add(&csvLocs, c.RunDir, c.Sources.CSV),
+	); err != nil {
+		return err
+	}
+
+	cursors, err := c.Store.MetricCursors(ctx, c.RunID, c.Stage, c.Attempt)
+	if err != nil {
+		return err
+	}
+	var skip map[string]int64
+	if len(cursors) == 0 {
+		// Points stored before cursors existed: skip up to their steps.
+		if skip, err = c.Store.MaxSteps(ctx, c.RunID, c.Stage, c.Attempt); err != nil {
+			return err
+		}
+	}
+
+	for _, r := range c.Sources.Rules {
+		w := &RuleWatch{Rule: r, Limit: DefaultRuleWatchLines, Unmatched: c.unmatched}
+		c.watches = append(c.watches, w)
+	}
+
+	fctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	stream := func(name, path string, withRules bool) {
+		cur := cursors[name]
+		in := NewIngestor(c.Writer, c.RunID, c.Stage, c.Attempt, skip)
+		line := int64(0)
+		if withRules && len(rules) > 0 {
+			// Each stream has its own matchers (their state is per stream).
+			var ms []*textrule.Matcher
+			var ws []*RuleWatch
+			for i, r := range c.Sources.Rules {
+				if !r.Reads(name) {
+					continue
+				}
+				m, _ := textrule.Compile(r)
+				ms = append(ms, m)
+				ws = append(ws, c.watches[i])
+				if r.Step == textrule.StepLine && cur.Offset > 0 {
+					line = countLines(path, cur.Offset)
+				}
+			}
+			in.SetRules(ms, ws)
+		}
+		in.SetSource(name, line)
+		in.Restore(cur.State)
+		f := &Follower{Path: path, From: cur.Offset, Logger: log, OnLine: func(l []byte, end int64) {
+			pts, _ := in.LineAt(l, end, time.Now())
+			if len(pts) > 0 && c.OnPoints != nil {
+				c.OnPoints(pts)
+			}
+		}}
+		c.stops = append(c.stops, f.Stop)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			if err := f.Run(fctx); err != nil && fctx.Err() == nil {
+				log.Warn("follow stage output", "file", path, "err", err)
+			}
+		}()
+	}
+	if c.Stdout != "" {
+		stream("stdout", c.Stdout, true)
+	}
+	if c.Stderr != "" {
+		stream("stderr", c.Stderr, true)
+	}
+	if c.StageDir != "" {
+		stream("file:metrics.jsonl", filepath.Join(c.StageDir, "metrics.jsonl"), false)
+	}
+
+	tb := &TBFollower{Locations: tbLocs, RunDir: c.RunDir, RunID: c.RunID, Stage: c.Stage, Attempt: c.Attempt,
+		Writer: c.Writer, Skip: skip, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints,
+		OnProblem: func(path string, err error) {
+			c.note("tensorboard_damaged",
+				fmt.Sprintf("TensorBoard event file %s is damaged (%v); its readable scalars were kept", filepath.Base(path), err),
+				"nothing to do unless curves are missing: a writer killed mid-record or a disk error leaves such a file")
+		}}
+	csvF := &CSVFollower{Locations: csvLocs, RunDir: c.RunDir, RunID: c.RunID, Stage: c.Stage, Attempt: c.Attempt,
+		Writer: c.Writer, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints}
+	c.stops = append(c.stops, tb.Stop, csvF.Stop)
+	c.wg.Add(2)
+	go func() {
+		defer c.wg.Done()
+		if err := tb.Run(fctx); err != nil && fctx.Err() == nil {
+			log.Warn("follow TensorBoard logs", "run", c.RunID, "stage", c.Stage, "err", err)
+		}
+	}()
+	go func() {
+		defer c.wg.Done()
+		if err := csvF.Run(fctx); err != nil && fctx.Err() == nil {
+			log.Warn("follow CSV logs", "run", c.RunID, "stage", c.Stage, "err", err)
+		}
+	}()
+	return nil
+}
+
+// Stop reads every source to its end (the attempt has ended), hands the
+// points to the writer and returns. It may block while the writer's store
+// fails and its queue is full: the points wait, nothing is dropped. Then
+// call Stored.
+func (c *Collector) Stop() {
+	var wg sync.WaitGroup
+	for _, stop := range c.stops {
+		wg.Add(1)
+		go func() { defer wg.Done(); stop() }()
+	}
+	wg.Wait()
+	c.wg.Wait()
+	if c.cancel != nil {
+		c.cancel()
+	}
+	for _, w := range c.watches {
+		w.End()
+	}
+}
+
+// Abandon stops following without draining (this process stops owning the
+// attempt; the next owner reads on from the stored cursors).
+func (c *Collector) Abandon() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.wg.Wait()
+}
+
+// Stored waits until every point the collector handed to the writer is
+// stored, however long the store fails; it returns early only when ctx
+// ends (with its error) or the writer is closed. The engine reports an
+// attempt's end only after Stored, so a stage never succeeds with points
+// still missing from the archive.
+func (c *Collector) Stored(ctx context.Context) error {
+	return c.Writer.Flush(ctx)
+}
+
+func (c *Collector) note(kind, msg, fix string) {
+	if c.OnNote != nil {
+		c.OnNote(kind, msg, fix)
+	}
+}
+
+func (c *Collector) unmatched(r textrule.Rule, lines int64) {
+	streams := "stdout and stderr"
+	if r.Stream == textrule.Stdout || r.Stream == textrule.Stderr {
+		streams = r.Stream
+	}
+	what := fmt.Sprintf("the first %d lines", lines)
+	if lines < DefaultRuleWatchLines {
+		what = fmt.Sprintf("its %d lines", lines)
+	}
+	c.note("metrics_unmatched",
+		fmt.Sprintf("metrics %s matched nothing in %s of %s", r.Name(), what, streams),
+		"compare it with the stage's output (niuma logs RUN STAGE): choose the preset that fits, or write a pattern with named groups")
+}
+
+// countLines counts the newlines in the first n bytes of a file.
+func countLines(path string, n int64) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(io.LimitReader(f, n), 64<<10)
+	var lines int64
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := r.Read(buf)
+		lines += int64(bytes.Count(buf[:k], []byte("\n")))
+		if err != nil {
+			return lines
+		}
+	}
+}

@@ -230,7 +230,7 @@ func (e *Engine) chooseExecutor(ctx context.Context, asked, kind, image string) 
 	if asked != "" {
 		return asked, ""
 	}
-	if image == "" {
+	if image == "" || kind == "slurm" {
 		return kind, ""
 	}
 	x, ok := e.execs["docker"]

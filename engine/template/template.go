@@ -61,8 +61,9 @@ type Stage struct {
 	Line         int // line in the YAML, for errors
 }
 
-// Runtime says where stages run: Kind "local" (host processes) or
-// "docker" (Image is then required).
+// Runtime says where stages run: Kind "local" (host processes), "docker"
+// (Image is then required) or "slurm" (batch jobs on a Slurm cluster; a
+// stage runs in the node's own environment, so Image is not allowed).
 //
 // The other fields tune the container of a docker stage; a local stage
 // ignores them. Zero values mean the executor's defaults (shared memory
@@ -82,6 +83,13 @@ type Runtime struct {
 	Network    string   // network: "bridge" (default) or "none"
 	Keep       bool     // keep: leave finished containers for inspection
 	CapAdd     []string // cap_add: capabilities to keep, e.g. [SYS_PTRACE]
+
+	// Where a slurm stage's job goes; "" = the site's settings (slurm: in
+	// settings.yaml), else Slurm's defaults. Memory and CPUs above become
+	// the job's --mem and --cpus-per-task.
+	Partition string // partition: one, or a comma-separated list Slurm may choose from
+	Account   string // account: the Slurm account charged
+	QOS       string // qos: the Slurm QOS
 }
 
 // Objective is the metric a run is judged by. Goal is "min" or "max";

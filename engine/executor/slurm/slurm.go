@@ -127,7 +127,7 @@ func (x *Executor) Available(ctx context.Context) error {
 type ref struct {
 	JobID     string `json:"job_id"`
 	Token     string `json:"token"`
-	Submitted int64  `json:"submitted"`             // unix seconds
+	Submitted int64  `json:"submitted"`              // unix seconds
 	TimeLimit int64  `json:"time_limit_s,omitempty"` // what --time asked, in seconds
 	MemoryMiB int64  `json:"memory_mib,omitempty"`
 }

@@ -83,14 +83,17 @@ RUN=/run/niuma-slurm/$CLUSTER
 CONF=$CONF_DIR/slurm.conf
 export SLURM_CONF=$CONF
 
-pid_alive() { [ -s "$1" ] && $SUDO kill -0 "$(cat "$1")" 2>/dev/null; }
+pid_alive() {
+	local p
+	p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] && $SUDO kill -0 "$p" 2>/dev/null
+}
 
 stop_pid() { # name pidfile
 	if pid_alive "$2"; then
-		say "stopping $1 (pid $(cat "$2"))"
-		$SUDO kill "$(cat "$2")" 2>/dev/null || true
+		say "stopping $1 (pid $(cat "$2" 2>/dev/null))"
+		$SUDO kill "$(cat "$2" 2>/dev/null)" 2>/dev/null || true
 		for _ in $(seq 50); do pid_alive "$2" || break; sleep 0.1; done
-		if pid_alive "$2"; then $SUDO kill -9 "$(cat "$2")" 2>/dev/null || true; fi
+		if pid_alive "$2"; then $SUDO kill -9 "$(cat "$2" 2>/dev/null)" 2>/dev/null || true; fi
 	fi
 }
 
@@ -204,7 +207,7 @@ SlurmctldTimeout=30
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=256
+DefMemPerCPU=1024
 # This machine may have fewer cores than declared: take the config's word.
 SlurmdParameters=config_overrides
 GresTypes=gpu

@@ -10,6 +10,10 @@ import (
 	"niuma/engine/executor"
 )
 
+// signalTimeout bounds scancel --signal, which retries while a job's batch
+// script is being launched; after it the job is cancelled instead.
+const signalTimeout = 10 * time.Second
+
 // handle is one attempt submitted as a Slurm job.
 type handle struct {
 	x *Executor
@@ -71,13 +75,20 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 	if h.w.isDone() {
 		return nil
 	}
-	waiting := h.Waiting() != ""
 	id := h.w.id()
 	defer h.x.nudge()
-	if waiting {
-		return h.cancel(ctx, id)
+	// Only a running job can be signalled (scancel retries for a minute
+	// and more on one that has not started): ask the controller now, the
+	// tracker's last look may be old.
+	out, err := h.x.cmd.Run(ctx, "squeue", "--noheader", "--states=all", "--jobs="+id, "--format="+squeueFormat)
+	if err == nil {
+		if r := parseSqueue(out)[id]; r != nil && (pending(r.State) || r.State == "SUSPENDED") {
+			return h.cancel(ctx, id)
+		}
 	}
-	_, err := h.x.cmd.Run(ctx, "scancel", "--batch", "--signal=TERM", id)
+	sctx, cancel := context.WithTimeout(ctx, signalTimeout)
+	_, err = h.x.cmd.Run(sctx, "scancel", "--batch", "--signal=TERM", id)
+	cancel()
 	switch {
 	case err == nil:
 	case errors.Is(err, executor.ErrUnavailable):
@@ -85,8 +96,8 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 	case ended(err):
 		return nil
 	default:
-		// Not yet running (pending, or its batch step is still being
-		// launched): cancel it outright.
+		// Not running yet (pending, or its batch script not yet started:
+		// "Job can not be altered now"): nothing of it ran; cancel it.
 		return h.cancel(ctx, id)
 	}
 	h.x.nudge()
@@ -102,8 +113,23 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 	if _, err := h.x.cmd.Run(ctx, "scancel", "--batch", "--signal=KILL", id); errors.Is(err, executor.ErrUnavailable) {
 		return err
 	}
+	// Slurm ends the job with its batch shell, killing what the job
+	// started; a cancel is the backstop (it waits the site's KillWait).
+	h.x.nudge()
+	t.Reset(killSettle)
+	select {
+	case <-h.w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
 	return h.cancel(ctx, id)
 }
+
+// killSettle is how long Stop waits for a killed batch shell to end its
+// job before it cancels the job.
+const killSettle = 3 * time.Second
 
 func (h *handle) cancel(ctx context.Context, id string) error {
 	_, err := h.x.cmd.Run(ctx, "scancel", id)

@@ -204,11 +204,11 @@ func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string
 	w := h.w
 	v := x.judge(w, x.observe(ctx, []*watch{w}), time.Now())
 	switch {
+	case v.gone:
+		return nil, executor.ErrGone
 	case v.done != nil:
 		w.finish(*v.done)
 		return h, nil
-	case v.gone:
-		return nil, executor.ErrGone
 	}
 	w.setWaiting(v.waiting)
 	x.follow(w)

@@ -141,7 +141,9 @@ func TestSlurmRecoverFollowsAJobItsKilledOwnerStarted(t *testing.T) {
 			ready(t, job)
 			h, err := testExecutor(t, c).Recover(context.Background(), job, "")
 			require.NoError(t, err)
-			var want, got struct{ JobID string `json:"job_id"` }
+			var want, got struct {
+				JobID string `json:"job_id"`
+			}
 			require.NoError(t, json.Unmarshal([]byte(ref), &want))
 			require.NoError(t, json.Unmarshal([]byte(h.Ref()), &got))
 			require.Equal(t, want.JobID, got.JobID, "it found the job by its name and comment")

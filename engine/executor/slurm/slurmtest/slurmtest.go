@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // Cluster is one of the clusters scripts/slurm-up.sh starts.

@@ -87,7 +87,8 @@ Usage:
   niuma run TEMPLATE [flags]    launch a run of a template (a bundled name, a
                                 folder under $NIUMA_HOME/templates, or a .yaml path)
       --set NAME=VALUE          set a parameter (repeatable)
-      --executor local|docker   where stages run (default: the template's runtime)
+      --executor local|docker|slurm
+                                where stages run (default: the template's runtime)
       --priority N              higher runs first (default 0)
       --seed N                  the run's global seed (default: derived from the run's inputs, recorded)
       --allow-duplicate         run even when a run with the same fingerprint already succeeded

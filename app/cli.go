@@ -45,6 +45,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = c.report(ctx, rest)
 	case "gpus":
 		err = c.gpus(ctx, rest)
+	case "cluster":
+		err = c.cluster(ctx, rest)
 	case "sim":
 		err = c.simCmd(ctx, rest)
 	case "engine":
@@ -105,6 +107,8 @@ Usage:
                                 a report of a run, or a comparison of several
   niuma gpus [--watch] [--json] [--simulate-gpus 4xH100-80GB]
                                 the GPUs, their load and the runs on them
+  niuma cluster [--json] [--partition P] [--user U]
+                                the Slurm cluster's nodes (GPUs allocated/total) and your jobs, with why they wait
   niuma sim --trace FILE [--policy herd|bestfit|fifo] [--gpus 8x80GiB] [--load 0.8] [--json]
                                 replay a Philly or PAI trace through the shepherd
   niuma engine [--until-idle]   drive queued and running runs in the foreground

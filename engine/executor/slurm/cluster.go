@@ -12,17 +12,17 @@ import (
 // Node is one node of the cluster, as sinfo shows it: the picture a board
 // of the cluster draws, and what counting free GPUs reads.
 type Node struct {
-	Name       string
-	State      string   // idle, mixed, allocated, down, drained, draining, …
-	Partitions []string // the default partition without sinfo's "*"
-	Default    bool     // it is in the default partition
-	CPUs       int
-	CPUsAlloc  int
-	MemoryMiB  int64
-	MemAlloc   int64 // MiB
-	GPUs       int   // GRES gpu, of every type
-	GPUsAlloc  int
-	Reason     string // why it is down or drained, as the admin wrote it
+	Name       string   `json:"name"`
+	State      string   `json:"state"`      // idle, mixed, allocated, down, drained, draining, …
+	Partitions []string `json:"partitions"` // the default partition without sinfo's "*"
+	Default    bool     `json:"default"`    // it is in the default partition
+	CPUs       int      `json:"cpus"`
+	CPUsAlloc  int      `json:"cpus_alloc"`
+	MemoryMiB  int64    `json:"memory_mib"`
+	MemAlloc   int64    `json:"mem_alloc_mib"`
+	GPUs       int      `json:"gpus"` // GRES gpu, of every type
+	GPUsAlloc  int      `json:"gpus_alloc"`
+	Reason     string   `json:"reason,omitempty"` // why it is down or drained, as the admin wrote it
 }
 
 // Usable reports whether Slurm may start jobs on the node.
@@ -148,20 +148,20 @@ func FreeGPUs(nodes []Node, partition string) int {
 
 // QueuedJob is one job in the controller's queue.
 type QueuedJob struct {
-	ID        string
-	Name      string
-	User      string
-	State     string // PENDING, RUNNING, …
-	Partition string
-	Nodes     string
-	GPUs      int
-	Reason    string // Slurm's code, e.g. Resources, QOSMaxGRESPerUser
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	User      string `json:"user"`
+	State     string `json:"state"` // PENDING, RUNNING, …
+	Partition string `json:"partition"`
+	Nodes     string `json:"nodes"`
+	GPUs      int    `json:"gpus"`
+	Reason    string `json:"reason"` // Slurm's code, e.g. Resources, QOSMaxGRESPerUser
 	// Waiting is a pending job's reason in words ("" for one that runs).
-	Waiting string
+	Waiting string `json:"waiting,omitempty"`
 	// Niuma's own jobs say whose attempt they are.
-	RunID   string
-	Stage   string
-	Attempt int
+	RunID   string `json:"run_id,omitempty"`
+	Stage   string `json:"stage,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 }
 
 const jobsFormat = "%i|%j|%u|%T|%P|%N|%b|%r|%k"

@@ -165,8 +165,10 @@ func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra
 		m, _ := strconv.Atoi(limit)
 		lim.TimeLimit = time.Duration(m) * time.Minute
 		args = append(args, "--time="+limit)
-		// The checkpoint warning before the limit, as a cancel gives it.
-		if s := int(signalGrace / time.Second); s > 0 {
+		// The checkpoint warning before the limit, as a cancel gives it;
+		// at most half the limit, or a short stage would be warned as it
+		// starts.
+		if s := int(min(signalGrace, lim.TimeLimit/2) / time.Second); s > 0 {
 			args = append(args, fmt.Sprintf("--signal=B:TERM@%d", min(s, 65535)))
 		}
 	}

@@ -44,6 +44,11 @@ func TestSubmissionAsksForWhatTheStageNeeds(t *testing.T) {
 		"/shared/runs/r1/train/attempt-2.sbatch",
 	}, sub.Args)
 	require.Equal(t, limits{MemoryMiB: 16384, TimeLimit: 90 * time.Minute}, sub.Limits)
+	job.Timeout = 20 * time.Second // a limit of one minute: warned at half of it, not as it starts
+	short, err := buildSubmission(job, Queue{}, time.Minute, nil)
+	require.NoError(t, err)
+	require.Contains(t, short.Args, "--time=1")
+	require.Contains(t, short.Args, "--signal=B:TERM@30")
 	require.NotContains(t, sub.Script, "CUDA_VISIBLE_DEVICES=", "Slurm sets it for a GPU job")
 
 	job.GPUCount, job.Timeout, job.Container = 0, 0, executor.Container{}
@@ -202,4 +207,16 @@ func TestJudge(t *testing.T) {
 		v := x.judge(newWatch(t), acct(nil, seen(&record{ID: "5", State: "PENDING", Reason: "Resources"})), t0)
 		require.Contains(t, v.waiting, "(Slurm: Resources)")
 	})
+}
+
+func TestFollowingAJobTwiceSharesItsEnd(t *testing.T) {
+	x := New(fakeCommands{}, Config{})
+	w1 := &watch{ref: ref{JobID: "9"}, done: make(chan struct{})}
+	w2 := &watch{ref: ref{JobID: "9"}, done: make(chan struct{})}
+	require.Same(t, w1, x.follow(w1))
+	require.Same(t, w1, x.follow(w2), "a second handle on the job sees the first one's end")
+	x.unfollow(w1)
+	w1.finish(executor.Exit{Code: 0})
+	require.Same(t, w2, x.follow(w2), "a watch that ended is not reused")
+	x.unfollow(w2)
 }

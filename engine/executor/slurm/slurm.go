@@ -30,7 +30,8 @@ type Config struct {
 	// --reservation=lab).
 	ExtraArgs []string
 	// SignalGrace is how long before a stage's time limit Slurm sends it
-	// SIGTERM, the checkpoint warning (--signal=B:TERM@…). Default 60s.
+	// SIGTERM, the checkpoint warning (--signal=B:TERM@…), at most half
+	// the limit. Default 60s.
 	SignalGrace time.Duration
 	// PollMin and PollMax bound the interval between two looks at Slurm
 	// (squeue, and sacct where accounting is on): it starts at PollMin
@@ -175,7 +176,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	r := ref{JobID: id, Token: sub.Token, Submitted: time.Now().Unix(),
 		TimeLimit: int64(sub.Limits.TimeLimit / time.Second), MemoryMiB: sub.Limits.MemoryMiB}
 	h := x.newHandle(job, r)
-	x.follow(h.w)
+	h.w = x.follow(h.w)
 	return h, nil
 }
 
@@ -211,7 +212,7 @@ func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string
 		return h, nil
 	}
 	w.setWaiting(v.waiting)
-	x.follow(w)
+	h.w = x.follow(w)
 	return h, nil
 }
 

@@ -23,7 +23,7 @@ type watch struct {
 	known        bool      // a record has shown the job
 	missingSince time.Time // the first look that found it in no record
 	endedSince   time.Time // the controller said it ended; accounting did not yet
-	exitSeen     bool      // the exit file is there
+	exitSeen     time.Time // when the exit file was first seen
 
 	mu      sync.Mutex
 	waiting string
@@ -151,7 +151,7 @@ func (x *Executor) judge(w *watch, obs observation, now time.Time) verdict {
 		case pending(q.State):
 			return verdict{waiting: "in Slurm's queue as job " + w.id() + ": " + pendingReason(q.Reason)}
 		default:
-			return verdict{hurry: w.exitSeen || q.State == "COMPLETING"}
+			return verdict{hurry: w.ending(now, settle) || q.State == "COMPLETING"}
 		}
 	}
 	if a != nil {
@@ -161,7 +161,7 @@ func (x *Executor) judge(w *watch, obs observation, now time.Time) verdict {
 		if pending(a.State) {
 			return verdict{waiting: "in Slurm's queue as job " + w.id() + ": " + pendingReason(a.Reason)}
 		}
-		return verdict{hurry: w.exitSeen}
+		return verdict{hurry: w.ending(now, settle)}
 	}
 	ev := x.evidence(w, false)
 	if !obs.queueOK && !obs.acctOK {
@@ -201,6 +201,13 @@ func (x *Executor) judge(w *watch, obs observation, now time.Time) verdict {
 	return verdict{done: &ex, gone: !sign}
 }
 
+// ending reports whether the job's exit file appeared lately: Slurm's final
+// word on it is due, and worth looking for often (but not forever: a job
+// whose processes will not die stays COMPLETING).
+func (w *watch) ending(now time.Time, settle time.Duration) bool {
+	return !w.exitSeen.IsZero() && now.Sub(w.exitSeen) < settle
+}
+
 // evidence reads the marks a job left, and with log its stderr's
 // slurmstepd lines.
 func (x *Executor) evidence(w *watch, log bool) evidence {
@@ -211,9 +218,15 @@ func (x *Executor) evidence(w *watch, log bool) evidence {
 	return ev
 }
 
-// follow adds a watch to the tracker, starting it if it sleeps.
-func (x *Executor) follow(w *watch) {
+// follow adds a watch to the tracker, starting it if it sleeps. A job
+// already followed keeps its watch (two handles on one job see the same
+// end): the one to use is returned.
+func (x *Executor) follow(w *watch) *watch {
 	x.mu.Lock()
+	if old := x.watches[w.id()]; old != nil && !old.isDone() {
+		x.mu.Unlock()
+		return old
+	}
 	x.watches[w.id()] = w
 	start := !x.polling
 	x.polling = true
@@ -222,6 +235,7 @@ func (x *Executor) follow(w *watch) {
 		go x.track()
 	}
 	x.nudge()
+	return w
 }
 
 // unfollow stops following a watch (the engine let go of the attempt).
@@ -264,9 +278,9 @@ func (x *Executor) track() {
 
 		now := time.Now()
 		for _, w := range ws {
-			if !w.exitSeen {
+			if w.exitSeen.IsZero() {
 				if _, err := os.Stat(w.files.Exit); err == nil {
-					w.exitSeen = true
+					w.exitSeen = now
 					next, interval = now, x.cfg.PollMin
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,17 +179,23 @@ func TestSlurmEnforcesTheTimeLimit(t *testing.T) {
 	}
 	t.Parallel() // with the other tests: it only waits
 	eachCluster(t, func(t *testing.T, c slurmtest.Cluster, x *Executor) {
-		// Slurm's limits are whole minutes; it checks them every 30 s.
-		// The workload ignores the checkpoint warning, so it is Slurm's
+		// Slurm's limits are whole minutes, checked every 30 s, and its
+		// warning may come a minute early: a two-minute limit, warned
+		// 30 s before. The workload ignores the warning, so it is Slurm's
 		// limit that ends it, as when Niuma is not there to.
-		job := newJob(t, sh("trap 'echo warned' TERM; while :; do sleep 1; done")...)
-		job.Timeout = 20 * time.Second
+		job := newJob(t, sh("trap 'echo warned at $(date +%s)' TERM; date +%s; while :; do sleep 1; done")...)
+		job.Timeout = 61 * time.Second
 		h := start(t, x, job)
-		ex := wait(t, h, 4*time.Minute)
+		ex := wait(t, h, 5*time.Minute)
 		require.False(t, ex.Success())
 		require.Contains(t, ex.Describe(), "timeout", "%+v", ex)
-		require.Contains(t, ex.Describe(), "time limit of 1m0s")
-		require.Contains(t, read(t, job.StdoutPath), "warned", "--signal gave the checkpoint warning first")
+		require.Contains(t, ex.Describe(), "time limit of 2m0s")
+		out := read(t, job.StdoutPath)
+		require.Contains(t, out, "warned", "--signal gave the checkpoint warning first")
+		f := strings.Fields(out)
+		began, _ := strconv.ParseInt(f[0], 10, 64)
+		warned, _ := strconv.ParseInt(f[3], 10, 64)
+		require.GreaterOrEqual(t, warned-began, int64(20), "not as it started: %q", out)
 	})
 }
 

@@ -165,10 +165,11 @@ func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra
 		m, _ := strconv.Atoi(limit)
 		lim.TimeLimit = time.Duration(m) * time.Minute
 		args = append(args, "--time="+limit)
-		// The checkpoint warning before the limit, as a cancel gives it;
-		// at most half the limit, or a short stage would be warned as it
-		// starts.
-		if s := int(min(signalGrace, lim.TimeLimit/2) / time.Second); s > 0 {
+		// The checkpoint warning before the limit, as a cancel gives it.
+		// Slurm may send it up to a minute early (the resolution of its
+		// event loop), so it is asked for only where that still leaves
+		// the stage time to run: at most half of what the minute leaves.
+		if s := int(min(signalGrace, (lim.TimeLimit-time.Minute)/2) / time.Second); s > 0 {
 			args = append(args, fmt.Sprintf("--signal=B:TERM@%d", min(s, 65535)))
 		}
 	}

@@ -44,10 +44,16 @@ func TestSubmissionAsksForWhatTheStageNeeds(t *testing.T) {
 		"/shared/runs/r1/train/attempt-2.sbatch",
 	}, sub.Args)
 	require.Equal(t, limits{MemoryMiB: 16384, TimeLimit: 90 * time.Minute}, sub.Limits)
-	job.Timeout = 20 * time.Second // a limit of one minute: warned at half of it, not as it starts
+	// Slurm may send the warning up to a minute early: none for a
+	// one-minute limit, and at most half of what the minute leaves.
+	job.Timeout = 20 * time.Second
 	short, err := buildSubmission(job, Queue{}, time.Minute, nil)
 	require.NoError(t, err)
 	require.Contains(t, short.Args, "--time=1")
+	require.NotContains(t, strings.Join(short.Args, " "), "--signal")
+	job.Timeout = 2 * time.Minute
+	short, err = buildSubmission(job, Queue{}, time.Minute, nil)
+	require.NoError(t, err)
 	require.Contains(t, short.Args, "--signal=B:TERM@30")
 	require.NotContains(t, sub.Script, "CUDA_VISIBLE_DEVICES=", "Slurm sets it for a GPU job")
 

@@ -30,8 +30,9 @@ type Config struct {
 	// --reservation=lab).
 	ExtraArgs []string
 	// SignalGrace is how long before a stage's time limit Slurm sends it
-	// SIGTERM, the checkpoint warning (--signal=B:TERM@…), at most half
-	// the limit. Default 60s.
+	// SIGTERM, the checkpoint warning (--signal=B:TERM@…); less for
+	// short limits, since Slurm may send it up to a minute early. Default
+	// 60s.
 	SignalGrace time.Duration
 	// PollMin and PollMax bound the interval between two looks at Slurm
 	// (squeue, and sacct where accounting is on): it starts at PollMin

@@ -162,23 +162,37 @@ for i in $(seq 0 $((GPUS - 1))); do
 	fi
 done
 
+# Memory limits through cgroups need the v1 memory controller, or cgroup v2
+# under systemd (Slurm 22.05's v2 plugin asks systemd for its scope);
+# elsewhere slurmstepd's own polling enforces them.
+CGROUPS=yes
+if [ ! -d /sys/fs/cgroup/memory ] && [ "$(cat /proc/1/comm 2>/dev/null)" != systemd ]; then
+	CGROUPS=no
+fi
+if [ "$MODE" = accounting ] && [ "$CGROUPS" = no ]; then
+	say "no cgroup v1 memory controller and no systemd here: memory limits are enforced by slurmstepd's polling"
+fi
+TRACK="JobAcctGatherType=jobacct_gather/cgroup
+JobAcctGatherFrequency=task=5
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup"
+POLL="JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none"
+[ "$CGROUPS" = yes ] || TRACK=$POLL
+
 if [ "$MODE" = accounting ]; then
 	ACCT="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$DBD_PORT
 AccountingStorageTRES=gres/gpu
 AccountingStorageEnforce=associations,limits,qos
-JobAcctGatherType=jobacct_gather/cgroup
-JobAcctGatherFrequency=task=5
-ProctrackType=proctrack/cgroup
-TaskPlugin=task/cgroup"
+$TRACK"
 else
 	ACCT="AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/linux
-JobAcctGatherFrequency=task=1
-JobAcctGatherParams=OverMemoryKill
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none"
+$POLL"
 fi
 
 install_conf "$CONF" 644 root <<EOF

@@ -13,12 +13,13 @@
 # Both clusters can run at once on one machine (other ports, state and
 # spool directories, job ids from 1 and from 1000000). The node is this
 # machine under its short hostname, with 4 GPUs declared as GRES
-# (AutoDetect=off, File= pointing at placeholder files: no NVIDIA device or
-# driver is needed, and Slurm still hands out GPU indexes, so a job sees
-# CUDA_VISIBLE_DEVICES and SLURM_JOB_GPUS). The accounting cluster enforces
-# memory through cgroups (task/cgroup); the other through the step's own
-# memory polling (jobacct_gather/linux with OverMemoryKill), as sites
-# without cgroups do.
+# (AutoDetect=off, File= pointing at placeholder character devices, twins
+# of /dev/null: no NVIDIA device or driver is needed, and Slurm still hands
+# out GPU indexes, so a job sees CUDA_VISIBLE_DEVICES and SLURM_JOB_GPUS;
+# slurmd refuses plain files there). The accounting cluster enforces memory
+# through cgroups (task/cgroup, where the machine has the cgroup v1 memory
+# controller or systemd); the other through the step's own memory polling
+# (jobacct_gather/linux with OverMemoryKill), as sites without cgroups do.
 #
 # Idempotent: it installs what is missing, rewrites a config only when it
 # differs (and then restarts what reads it), starts what is not running,
@@ -35,7 +36,7 @@ for a in "$@"; do
 	--down) ACTION=down ;;
 	--status) ACTION=status ;;
 	-h | --help)
-		sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)

@@ -36,7 +36,7 @@ for a in "$@"; do
 	--down) ACTION=down ;;
 	--status) ACTION=status ;;
 	-h | --help)
-		sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)

@@ -228,7 +228,7 @@ func (x *Executor) findByToken(ctx context.Context, job executor.Job) (*ref, err
 	if err != nil && !unknownJob(err) {
 		return nil, fmt.Errorf("look for job %s in Slurm's queue: %w", name, err)
 	}
-	best := ""
+	best, fromAcct := "", false
 	for id, r := range parseSqueue(out) {
 		if r.Name == name && tokenOf(r.Comment) == tok && newer(id, best) {
 			best = id
@@ -244,7 +244,7 @@ func (x *Executor) findByToken(ctx context.Context, job executor.Job) (*ref, err
 		}
 		for id := range parseSacct(out) {
 			if newer(id, best) {
-				best = id
+				best, fromAcct = id, true
 			}
 		}
 	}
@@ -261,7 +261,14 @@ func (x *Executor) findByToken(ctx context.Context, job executor.Job) (*ref, err
 	if best == "" {
 		return nil, nil
 	}
-	r := &ref{JobID: best, Token: tok}
+	// When it was submitted: the job id file's time; a job only
+	// accounting remembers may be old.
+	r := &ref{JobID: best, Token: tok, Submitted: time.Now().Unix()}
+	if fi, err := os.Stat(f.JobID); err == nil {
+		r.Submitted = fi.ModTime().Unix()
+	} else if fromAcct {
+		r.Submitted = time.Now().Add(-30 * 24 * time.Hour).Unix()
+	}
 	if job.Container.MemoryMiB > 0 {
 		r.MemoryMiB = job.Container.MemoryMiB
 	}

@@ -80,8 +80,12 @@ func (x *Executor) observe(ctx context.Context, ws []*watch) observation {
 	obs.acctOK = obs.acctOn
 	for start := 0; start < len(ws); start += batchSize {
 		ids := make([]string, 0, batchSize)
+		since := time.Now()
 		for _, w := range ws[start:min(start+batchSize, len(ws))] {
 			ids = append(ids, w.id())
+			if w.submitted.Before(since) {
+				since = w.submitted
+			}
 		}
 		list := strings.Join(ids, ",")
 		out, err := x.cmd.Run(ctx, "squeue", "--noheader", "--states=all", "--jobs="+list, "--format="+squeueFormat)
@@ -96,7 +100,11 @@ func (x *Executor) observe(ctx context.Context, ws []*watch) observation {
 		if !obs.acctOn {
 			continue
 		}
-		out, err = x.cmd.Run(ctx, "sacct", "--parsable2", "--noheader", "-j", list, "-o", sacctFields)
+		// Jobs active since the earliest submission (a day's slack for
+		// clocks): an older job that once had the same id (a cluster
+		// reinstalled over its accounting) does not answer for ours.
+		out, err = x.cmd.Run(ctx, "sacct", "--parsable2", "--noheader", "-j", list,
+			"--starttime="+since.Add(-24*time.Hour).Format("2006-01-02T15:04:05"), "-o", sacctFields)
 		switch {
 		case err == nil:
 			for id, r := range parseSacct(out) {

@@ -56,6 +56,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzMatch -fuzztime=30s ./metrics/textrule/
 	$(GO) test -run='^$$' -fuzz=FuzzHParams -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzCSVRow -fuzztime=20s ./metrics/
+	$(GO) test -run='^$$' -fuzz=FuzzParseSlurmOutput -fuzztime=30s ./engine/executor/slurm/
 
 # The real window under Xvfb with simulated GPUs and real demo runs, driven
 # to each main view; PNGs in docs/screenshots/ (look at them).

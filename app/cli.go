@@ -46,6 +46,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = c.report(ctx, rest)
 	case "gpus":
 		err = c.gpus(ctx, rest)
+	case "cluster":
+		err = c.cluster(ctx, rest)
 	case "sim":
 		err = c.simCmd(ctx, rest)
 	case "import":
@@ -117,7 +119,8 @@ Usage:
   niuma run TEMPLATE [flags]    launch a run of a template (a bundled name, a
                                 folder under $NIUMA_HOME/templates, or a .yaml path)
       --set NAME=VALUE          set a parameter (repeatable)
-      --executor local|docker   where stages run (default: the template's runtime; a docker
+      --executor local|docker|slurm
+                                where stages run (default: the template's runtime; a docker
                                 template waits for its image unless it says fallback: local)
       --priority N              higher runs first (default 0)
       --seed N                  the run's global seed (default: derived from the run's inputs, recorded)
@@ -136,6 +139,8 @@ Usage:
                                 a report of a run, or a comparison of several
   niuma gpus [--watch] [--json] [--simulate-gpus 4xH100-80GB]
                                 the GPUs, their load and the runs on them
+  niuma cluster [--json] [--partition P] [--user U]
+                                the Slurm cluster's nodes (GPUs allocated/total) and your jobs, with why they wait
   niuma sim --trace FILE [--policy herd|bestfit|fifo] [--gpus 8x80GiB] [--load 0.8] [--json]
                                 replay a Philly or PAI trace through the shepherd
   niuma import tensorboard LOGDIR [--json]

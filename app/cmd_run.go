@@ -23,7 +23,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	fs := c.flags("run")
 	var sets multiFlag
 	fs.Var(&sets, "set", "set a parameter: NAME=VALUE (repeatable)")
-	executorName := fs.String("executor", "", "local or docker (default: the template's runtime)")
+	executorName := fs.String("executor", "", "local, docker or slurm (default: the template's runtime)")
 	priority := fs.Int("priority", 0, "higher runs first")
 	seed := fs.Int64("seed", 0, "the run's global seed (default: derived from the template, values, code and data, so that a rerun is recognised)")
 	wait := fs.Bool("wait", false, "block until the run ends; exit non-zero unless it succeeded")
@@ -71,6 +71,9 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.close()
+	if (*executorName == "slurm" || (*executorName == "" && t.Runtime.Kind == "slurm")) && s.slurm == nil {
+		return exitError{code: 1, msg: "cannot run on Slurm: " + s.slurmNote}
+	}
 	spec := engine.RunSpec{Template: t, Values: vals, Seed: *seed, Priority: *priority, Executor: *executorName}
 	if !*allowDup {
 		// Identical inputs give identical results: say where the earlier

@@ -17,6 +17,7 @@ import (
 	"niuma/engine/executor/docker"
 	"niuma/engine/executor/local"
 	"niuma/engine/sandbox"
+	"niuma/engine/executor/slurm"
 	"niuma/gpumon"
 	"niuma/printable"
 	"niuma/storage"
@@ -40,13 +41,16 @@ func Home() (string, error) {
 
 // stack is everything a command needs, opened once.
 type stack struct {
-	home    string
-	store   *storage.DB
-	engine  *engine.Engine
-	docker  *docker.Executor // nil when no Docker client could be configured
-	gpus    gpumon.Opened
-	sampler *gpumon.Sampler
-	logger  *slog.Logger
+	home      string
+	store     *storage.DB
+	engine    *engine.Engine
+	docker    *docker.Executor // nil when no Docker client could be configured
+	slurm     *slurm.Executor  // nil when Slurm's tools are not installed; slurmNote says so
+	slurmNote string
+	settings  Settings
+	gpus      gpumon.Opened
+	sampler   *gpumon.Sampler
+	logger    *slog.Logger
 }
 
 // open opens the data directory, its database and an engine over them.
@@ -67,7 +71,18 @@ func open(logOut io.Writer) (*stack, error) {
 	if os.Getenv("NIUMA_DEBUG") != "" {
 		logger = slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	settings, err := loadSettings(home)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	execs := []executor.Executor{local.New()}
+	// The slurm executor is there wherever Slurm's tools are; its stages
+	// wait, queued, while the controller does not answer.
+	sx, slurmNote := slurmExecutor(settings.Slurm)
+	if sx != nil {
+		execs = append(execs, sx)
+	}
 	var dx *docker.Executor
 	// The docker executor is there whether or not a daemon answers now:
 	// its stages wait, queued, until one does. Only a client that cannot
@@ -133,7 +148,8 @@ func open(logOut io.Writer) (*stack, error) {
 		db.Close()
 		return nil, err
 	}
-	return &stack{home: home, store: db, engine: eng, docker: dx, gpus: gpus, sampler: sampler, logger: logger}, nil
+	return &stack{home: home, store: db, engine: eng, docker: dx, slurm: sx, slurmNote: slurmNote, settings: settings,
+		gpus: gpus, sampler: sampler, logger: logger}, nil
 }
 
 // containerSettings applies the user's settings of the containers'

@@ -45,12 +45,26 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 	if err := c.Start(ctx); err != nil {
 		e.log.Warn("follow the stage's metrics", "run", job.RunID, "stage", job.Stage, "err", err)
 	}
+
+	// The timeout counts from when the attempt runs: an attempt that
+	// waits in its backend's queue (a pending cluster job) arms it once
+	// the wait is over.
 	var timedOut <-chan time.Time
-	if timeoutSec > 0 {
+	armTimeout := func() {
 		left := time.Duration(timeoutSec)*time.Second - elapsed
 		t := time.NewTimer(max(left, 0))
-		defer t.Stop()
 		timedOut = t.C
+	}
+	waiter, _ := h.(executor.Waiter)
+	if timeoutSec > 0 && waiter == nil {
+		armTimeout()
+	}
+	var waitTick <-chan time.Time
+	lastWaiting, armed := "\x00", waiter == nil
+	if waiter != nil {
+		tk := time.NewTicker(e.opts.PollInterval)
+		defer tk.Stop()
+		waitTick = tk.C
 	}
 	waited := make(chan executor.Exit, 1)
 	wctx, stopWait := context.WithCancel(ctx)
@@ -69,6 +83,18 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 				r.Release()
 			}
 			return
+		case <-waitTick:
+			why := waiter.Waiting()
+			if why != lastWaiting {
+				lastWaiting = why
+				e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, waiting: &why})
+			}
+			if why == "" && !armed {
+				armed = true
+				if timeoutSec > 0 {
+					armTimeout()
+				}
+			}
 		case <-timedOut:
 			timedOut = nil
 			timeoutNote = fmt.Sprintf("timed out after %s", time.Duration(timeoutSec)*time.Second)

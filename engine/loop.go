@@ -55,6 +55,7 @@ type result struct {
 	stage    string
 	attempt  int
 	handle   executor.Handle // set when the attempt has started
+	waiting  *string         // the attempt waits in its backend's queue: why ("" once it runs)
 	requeue  error           // the backend was away: the attempt never ran
 	finished bool
 	exit     executor.Exit
@@ -322,6 +323,11 @@ func (e *Engine) reconcile(ctx context.Context) {
 				}
 				continue
 			}
+			if p, ok := e.execs[lr.run.Executor].(executor.Placer); ok && p.PlacesItself() {
+				// A cluster's scheduler places it, not this machine's shepherd.
+				e.start(ctx, lr, ls, nil)
+				continue
+			}
 			ready = append(ready, candidate{lr, ls})
 			queue = append(queue, shepherd.Request{
 				ID: stageKey(lr, ls), GPUs: ls.st.GPUs, MemPerGPUMiB: ls.st.GPUMemoryMiB,
@@ -537,6 +543,8 @@ func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.J
 		RunID: r.ID, Stage: name, Attempt: ls.st.Attempts,
 		RunDir: r.Dir, StageDir: stdoutDir(stdout), GPUs: gpus, CodeDir: lr.tmpl.Dir, DataDir: dataDir(lr.tmpl),
 		Image: rt.Image, StdoutPath: stdout, StderrPath: stderr,
+		GPUCount: ls.st.GPUs, GPUMemoryMiB: ls.st.GPUMemoryMiB, Timeout: time.Duration(ls.st.TimeoutSec) * time.Second,
+		Cluster:   executor.Cluster{Partition: rt.Partition, Account: rt.Account, QOS: rt.QOS},
 		Container: containerOf(rt),
 	}
 	st, _ := lr.tmpl.Stage(name)
@@ -580,6 +588,13 @@ func (e *Engine) handle(ctx context.Context, r result) {
 	}
 	if r.anomaly != nil {
 		e.act(ctx, lr, ls, *r.anomaly)
+		return
+	}
+	if r.waiting != nil {
+		if ls.st.Reason != *r.waiting {
+			ls.st.Reason = *r.waiting
+			e.saveStage(ctx, lr, ls)
+		}
 		return
 	}
 	if !r.finished {

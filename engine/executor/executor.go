@@ -68,6 +68,27 @@ type Job struct {
 	// to. The engine follows StdoutPath for metrics.
 	StdoutPath string
 	StderrPath string
+
+	// What the stage asks for, for backends whose own scheduler places
+	// the attempt (a cluster's, see Placer): the shepherd assigned nothing
+	// then, and GPUs is empty. Other backends go by GPUs.
+	GPUCount     int
+	GPUMemoryMiB int64 // per GPU; 0 = unspecified
+	// Timeout is the stage's timeout (0 = none). The engine enforces it;
+	// a backend that can also make its scheduler enforce it (a Slurm time
+	// limit) does, so that it holds while Niuma is away.
+	Timeout time.Duration
+	// Cluster is what the template says about a cluster job; a backend
+	// without a cluster ignores it.
+	Cluster Cluster
+}
+
+// Cluster is where a template asks a cluster backend to submit its stages
+// (runtime: {kind: slurm, partition: …}). "" means the backend's settings.
+type Cluster struct {
+	Partition string
+	Account   string
+	QOS       string
 }
 
 // Container is what a template may say about a stage's container. Zero
@@ -199,4 +220,21 @@ type Sweeper interface {
 // attempt without it having ended, so that the next owner alone follows it.
 type Releaser interface {
 	Release()
+}
+
+// Placer is implemented by backends with a scheduler of their own (a
+// cluster's). The engine does not ask the shepherd to place their stages
+// on this machine's GPUs: it starts a ready stage at once with Job.GPUCount
+// set and no GPUs assigned, and the backend's queue places it.
+type Placer interface {
+	PlacesItself() bool
+}
+
+// Waiter is implemented by handles whose attempt may wait in a backend's
+// queue after Start (a cluster job that is pending). Waiting says why in
+// words while it waits, and "" once it runs or has ended. The engine shows
+// the reason on the stage, and counts the stage's timeout from when the
+// waiting ends.
+type Waiter interface {
+	Waiting() string
 }

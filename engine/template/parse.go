@@ -24,7 +24,7 @@ import (
 // as an unknown field (a typo such as "need:" must not be silently ignored).
 var (
 	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages", "sentinel"}
-	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add", "pids_limit", "fallback"}
+	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add", "pids_limit", "fallback", "partition", "account", "qos"}
 	objectiveFields = []string{"metric", "goal"}
 	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help"}
 	stageFields     = []string{"name", "command", "needs", "gpus", "gpu_memory", "retries", "timeout", "env", "metrics", "tensorboard", "csv"}
@@ -318,10 +318,10 @@ func (p *parser) runtime(f *fieldSet) Runtime {
 			p.addf(rf.line("image"), "runtime: kind local runs stages on the host and takes no image; "+
 				"write kind: docker to run them in containers of it (with fallback: local to allow the host when the image is missing)")
 		}
-	case "docker":
+	case "docker", "slurm":
 		rt.Kind = kind
 	default:
-		p.addf(rf.line("kind"), "runtime: kind must be local or docker (got %q)", kind)
+		p.addf(rf.line("kind"), "runtime: kind must be local, docker or slurm (got %q)", kind)
 	}
 	switch fb := p.str(rf, "fallback", pre); {
 	case fb == "":
@@ -332,6 +332,10 @@ func (p *parser) runtime(f *fieldSet) Runtime {
 	default:
 		rt.Fallback = fb
 	}
+	if rt.Kind == "slurm" && rf.has("image") {
+		p.addf(rf.line("image"), "runtime: image is not used with kind slurm: stages run in the nodes' own environment (containers on Slurm nodes are not supported); remove image, or use kind docker")
+	}
+	p.clusterFields(&rt, rf, pre)
 	if rt.Kind == "docker" && strings.TrimSpace(rt.Image) == "" && !(rf.typos["image"] && !rf.has("image")) {
 		line := rf.line("kind")
 		if rf.has("image") {
@@ -341,6 +345,33 @@ func (p *parser) runtime(f *fieldSet) Runtime {
 	}
 	p.containerFields(&rt, rf, pre)
 	return rt
+}
+
+// slurmNameRe is what Slurm accepts as a partition, account or QOS name
+// (a partition may be a comma-separated list).
+var slurmNameRe = regexp.MustCompile(`^[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+-]+)*$`)
+
+// clusterFields reads where a slurm stage's job goes.
+func (p *parser) clusterFields(rt *Runtime, rf *fieldSet, pre string) {
+	for _, f := range []struct {
+		name string
+		to   *string
+		eg   string
+	}{{"partition", &rt.Partition, "gpu"}, {"account", &rt.Account, "mylab"}, {"qos", &rt.QOS, "normal"}} {
+		v := p.str(rf, f.name, pre)
+		if v == "" {
+			continue
+		}
+		if !slurmNameRe.MatchString(v) || len(v) > 200 {
+			p.addf(rf.line(f.name), "%s%s %q is not a Slurm name: letters, digits, _ . + - (e.g. %s: %s)", pre, f.name, v, f.name, f.eg)
+			continue
+		}
+		if rt.Kind != "slurm" {
+			p.addf(rf.line(f.name), "%s%s is for kind slurm; this runtime's kind is %s (niuma run --executor slurm uses the site's settings)", pre, f.name, rt.Kind)
+			continue
+		}
+		*f.to = v
+	}
 }
 
 // containerFields reads the runtime fields that tune a docker stage's

@@ -163,6 +163,9 @@ func TestParseFeatures(t *testing.T) {
 			{"cap_add is upper-cased without CAP_", "{kind: docker, image: i, cap_add: [sys_ptrace, CAP_SYS_NICE]}",
 				Runtime{Kind: "docker", Image: "i", CapAdd: []string{"SYS_PTRACE", "SYS_NICE"}}},
 			{"a data directory", "{kind: docker, image: i, data: ../datasets/digits}", Runtime{Kind: "docker", Image: "i", Data: "../datasets/digits"}},
+			{"slurm: partition, account, QOS, memory and CPUs", "{kind: slurm, partition: gpu, account: lab, qos: normal, memory: 8GiB, cpus: 4}",
+				Runtime{Kind: "slurm", Partition: "gpu", Account: "lab", QOS: "normal", MemoryMiB: 8192, CPUs: 4}},
+			{"slurm: a list of partitions Slurm may choose from", "{kind: slurm, partition: \"a100,h100\"}", Runtime{Kind: "slurm", Partition: "a100,h100"}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				tp, err := Parse("t.yaml", []byte("name: t\nruntime: "+tt.runtime+"\nstages: [{name: a, command: [x]}]\n"))
@@ -292,7 +295,11 @@ func TestParseProblems(t *testing.T) {
 		{"name with a slash", "name: a/b\nstages: [{name: a, command: [x]}]\n", 1, `name "a/b" must be letters, digits`},
 
 		// runtime and objective
-		{"runtime kind unknown", "name: t\nruntime: {kind: podman}\nstages: [{name: a, command: [x]}]\n", 2, `runtime: kind must be local or docker (got "podman")`},
+		{"runtime kind unknown", "name: t\nruntime: {kind: podman}\nstages: [{name: a, command: [x]}]\n", 2, `runtime: kind must be local, docker or slurm (got "podman")`},
+		{"slurm with an image", "name: t\nruntime:\n  kind: slurm\n  image: x/y:1\nstages: [{name: a, command: [x]}]\n", 4, "runtime: image is not used with kind slurm"},
+		{"partition without slurm", "name: t\nruntime:\n  kind: docker\n  image: x/y:1\n  partition: gpu\nstages: [{name: a, command: [x]}]\n", 5, "runtime: partition is for kind slurm; this runtime's kind is docker"},
+		{"partition with a space", "name: t\nruntime:\n  kind: slurm\n  partition: gpu big\nstages: [{name: a, command: [x]}]\n", 4, `runtime: partition "gpu big" is not a Slurm name`},
+		{"qos with a semicolon", "name: t\nruntime: {kind: slurm, qos: \"a;b\"}\nstages: [{name: a, command: [x]}]\n", 2, `runtime: qos "a;b" is not a Slurm name`},
 		{"runtime not a mapping", "name: t\nruntime: docker\nstages: [{name: a, command: [x]}]\n", 2, "runtime must be a mapping"},
 		{"docker without image", "name: t\nruntime:\n  kind: docker\n  image: \"\"\nstages: [{name: a, command: [x]}]\n", 4, "runtime: image is required when kind is docker"},
 		{"objective goal unknown", "name: t\nobjective: {metric: acc, goal: maximize}\nstages: [{name: a, command: [x]}]\n", 2, `objective: goal must be min or max (got "maximize")`},

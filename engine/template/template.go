@@ -69,9 +69,10 @@ type Stage struct {
 	Line        int // line in the YAML, for errors
 }
 
-// Runtime says where stages run: Kind "local" (host processes) or
-// "docker" (containers of Image, which is then required; naming an image
-// without a kind means docker).
+// Runtime says where stages run: Kind "local" (host processes), "docker"
+// (containers of Image, which is then required; naming an image without a
+// kind means docker) or "slurm" (batch jobs on a Slurm cluster; a stage
+// runs in the node's own environment, so Image is not allowed).
 //
 // The other fields tune the container of a docker stage; a local stage
 // ignores them. Zero values mean the executor's defaults (shared memory
@@ -97,6 +98,13 @@ type Runtime struct {
 	Keep       bool     // keep: leave finished containers for inspection
 	CapAdd     []string // cap_add: capabilities to keep, from sandbox.Capabilities, e.g. [SYS_PTRACE]
 	PidsLimit  int64    // pids_limit: at most this many processes and threads (below the machine's limit)
+
+	// Where a slurm stage's job goes; "" = the site's settings (slurm: in
+	// settings.yaml), else Slurm's defaults. Memory and CPUs above become
+	// the job's --mem and --cpus-per-task.
+	Partition string // partition: one, or a comma-separated list Slurm may choose from
+	Account   string // account: the Slurm account charged
+	QOS       string // qos: the Slurm QOS
 }
 
 // Objective is the metric a run is judged by. Goal is "min" or "max";

@@ -24,19 +24,17 @@ type gp struct {
 
 const sqrt5 = 2.23606797749979
 
-var priorLSMean = envFloat("XP_LSMEAN", -0.7)
-var minSN2 = envFloat("XP_MINSN2", 1e-6)
-
 // Hyperparameter bounds and priors, on [0, 1]-scaled inputs and targets
 // warped to normal scores (unit variance). The priors keep a fit on a
 // handful of trials sensible: length scales around half the range, the
 // signal variance around the targets' variance, little noise.
 const (
 	minLS, maxLS   = 0.01, 30.0
+	priorLSMean    = -0.7 // log 0.5
 	priorLSStd     = 1.0
 	minSF2, maxSF2 = 0.05, 20.0
 	priorSF2Std    = 1.0
-	maxSN2         = 1.0
+	minSN2, maxSN2 = 1e-6, 1.0
 	priorSN2Mean   = -6.9 // log 1e-3
 	priorSN2Std    = 2.5
 	jitter         = 1e-9

@@ -160,9 +160,11 @@ func TestSuggestIsSeededAndReproducible(t *testing.T) {
 	c, err := Suggest(cfg, trials, 3)
 	require.NoError(t, err)
 	require.NotEqual(t, a[0].Values, c[0].Values)
+	// After the design the two proposers take turns by trial number: 25
+	// trials so far, so the Parzen draw, then the model, then Parzen.
+	require.Equal(t, []Method{MethodParzen, MethodBayes, MethodParzen}, []Method{a[0].Method, a[1].Method, a[2].Method})
 	for _, s := range a {
-		require.Equal(t, MethodBayes, s.Method)
-		require.NotNil(t, s.Prediction)
+		require.NotNil(t, s.Prediction, "every suggestion after the design comes with a prediction")
 		for _, p := range benchSpace.Params {
 			require.NoError(t, p.check(s.Values[p.Name]))
 		}
@@ -188,9 +190,10 @@ func TestSuggestStartsWithALatinHypercube(t *testing.T) {
 	}
 	require.Len(t, strata, 5, "one point in each fifth of x")
 	require.Len(t, choices, 5, "each choice once")
-	sg, err := Suggest(cfg, trials, 1)
+	sg, err := Suggest(cfg, trials, 2)
 	require.NoError(t, err)
-	require.Equal(t, MethodBayes, sg[0].Method, "the model takes over after the design")
+	require.Equal(t, MethodParzen, sg[0].Method, "the model-based proposers take over after the design")
+	require.Equal(t, MethodBayes, sg[1].Method)
 }
 
 // Earlier finished trials (from the archive) warm-start the search: no
@@ -199,6 +202,7 @@ func TestSuggestWarmStartsFromEarlierTrials(t *testing.T) {
 	sg, err := Suggest(Config{Space: benchSpace, Goal: Maximize, Seed: 1}, benchTrials(12), 1)
 	require.NoError(t, err)
 	require.Equal(t, MethodBayes, sg[0].Method)
+	require.NotNil(t, sg[0].Prediction)
 }
 
 // Bayesian search beats random search on a smooth objective, over seeds.

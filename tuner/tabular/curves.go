@@ -156,6 +156,10 @@ type PruneReport struct {
 	// Reached: the share of repetitions that got there (within four
 	// times as many trials).
 	Reached float64
+	// ReachVsFirst: the same steps / the steps the study without pruning
+	// had run when it first finished a trial that good (its time to the
+	// best, the stricter comparison).
+	ReachVsFirst float64
 	// Pruned: the share of trials stopped early.
 	Pruned float64
 	// BestWithout, BestWith: median best objective of the same number of
@@ -173,7 +177,7 @@ type PruneReport struct {
 // trial's curve so far.
 func (c *Curves) ReplayPruning(p tuner.Pruner, sampler string, trials, workers, reps int) (PruneReport, error) {
 	rep := PruneReport{Trials: trials, Workers: workers, Reps: reps}
-	var ratio, reach, pruned, bw, bp []float64
+	var ratio, reach, first, pruned, bw, bp []float64
 	same, reached := 0, 0
 	for r := 0; r < reps; r++ {
 		base, err := c.study(tuner.Pruner{Rule: tuner.NoPruning}, sampler, r, trials, workers, math.NaN())
@@ -197,22 +201,25 @@ func (c *Curves) ReplayPruning(p tuner.Pruner, sampler string, trials, workers, 
 		if goal.reached {
 			reached++
 			reach = append(reach, float64(goal.steps)/float64(base.steps))
+			first = append(first, float64(goal.steps)/float64(base.stepsAtBest))
 		} else {
 			reach = append(reach, math.Inf(1))
+			first = append(first, math.Inf(1))
 		}
 	}
 	rep.StepsRatio, rep.Pruned = median(ratio), median(pruned)
-	rep.ReachRatio = median(reach)
+	rep.ReachRatio, rep.ReachVsFirst = median(reach), median(first)
 	rep.SameBest, rep.Reached = float64(same)/float64(reps), float64(reached)/float64(reps)
 	rep.BestWithout, rep.BestWith = median(bw), median(bp)
 	return rep, nil
 }
 
 type studyResult struct {
-	steps   int     // training steps run, over all trials
-	best    float64 // the best objective of a trial that ran to its end
-	pruned  int
-	reached bool // a finished trial got to the target
+	steps       int     // training steps run, over all trials
+	best        float64 // the best objective of a trial that ran to its end
+	stepsAtBest int     // steps run when that best was first finished
+	pruned      int
+	reached     bool // a finished trial got to the target
 }
 
 // study simulates one study: up to n trials on workers slots, stopping
@@ -289,7 +296,7 @@ func (c *Curves) study(p tuner.Pruner, sampler string, rep, n, workers int, targ
 				running--
 				b := c.best(t.curve)
 				if math.IsNaN(res.best) || c.better(b, res.best) {
-					res.best = b
+					res.best, res.stepsAtBest = b, res.steps
 				}
 				if !math.IsNaN(target) && !c.better(target, b) {
 					res.reached = true // counted up to this step: the study has what it was after

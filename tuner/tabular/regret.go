@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -13,8 +12,8 @@ import (
 )
 
 // Sampler proposes the next values of repetition rep, given its trials so
-// far (each recorded with the configuration that was evaluated: the
-// snapped one).
+// far (each recorded with the values it proposed; the result is that of
+// the configuration they snap to).
 type Sampler func(rep int, space tuner.Space, goal tuner.Goal, trials []tuner.Trial) (tuner.Values, error)
 
 // Samplers are the tuner's search methods by name.
@@ -35,15 +34,27 @@ var Samplers = map[string]Sampler{
 	},
 }
 
-// Regret runs reps repetitions of budget trials each (repetition r seeds
-// the sampler with r) and returns, for t = 1..budget, the median over
+// Protocol is how a search is scored on a table.
+type Protocol struct {
+	Budget int // trials per search
+	Reps   int // repetitions, seeded FirstSeed, FirstSeed+1, …
+	// FirstSeed is the first repetition's seed (0 in the reference
+	// script; another value scores the tuner on other seeds).
+	FirstSeed int
+	Noisy     bool
+	Workers   int            // repetitions run at once
+	Progress  func(done int) // called after each repetition, if not nil
+}
+
+// Regret runs p.Reps repetitions of p.Budget trials each (repetition r
+// seeds the sampler with r) and returns, for t = 1..Budget, the median over
 // repetitions of the incumbent's simple regret after t trials: |best mean
 // in the table − the incumbent's mean|, the incumbent being the
 // configuration with the best observed result so far. A trial's result is
 // the configuration's mean over seeds, or with noisy one seed's value
-// drawn at random. Repetitions run on up to workers goroutines; progress,
-// if not nil, is called after each one.
-func Regret(t *Table, sample Sampler, budget, reps int, noisy bool, workers int, progress func(done int)) ([]float64, error) {
+// drawn at random.
+func Regret(t *Table, sample Sampler, p Protocol) ([]float64, error) {
+	budget, reps, noisy, workers, progress := p.Budget, p.Reps, p.Noisy, p.Workers, p.Progress
 	curves := make([][]float64, reps)
 	errs := make([]error, reps)
 	jobs := make(chan int)
@@ -55,7 +66,7 @@ func Regret(t *Table, sample Sampler, budget, reps int, noisy bool, workers int,
 		go func() {
 			defer wg.Done()
 			for rep := range jobs {
-				curves[rep], errs[rep] = t.repetition(sample, rep, budget, noisy)
+				curves[rep], errs[rep] = t.repetition(sample, p.FirstSeed+rep, budget, noisy)
 				mu.Lock()
 				done++
 				if progress != nil {
@@ -96,7 +107,9 @@ func (t *Table) repetition(sample Sampler, rep, budget int, noisy bool) ([]float
 		if err != nil {
 			return nil, fmt.Errorf("repetition %d, trial %d: %w", rep, i+1, err)
 		}
-		snapped, k := t.Snap(v)
+		// The trial records what the tuner proposed, as Optuna's trials do
+		// in the reference script; its result is the snapped row's.
+		_, k := t.Snap(v)
 		seeds, ok := t.rows[k]
 		if !ok {
 			return nil, fmt.Errorf("repetition %d, trial %d: the table has no row %s", rep, i+1, k)
@@ -105,7 +118,7 @@ func (t *Table) repetition(sample Sampler, rep, budget int, noisy bool) ([]float
 		if noisy {
 			y = seeds[rng.IntN(len(seeds))]
 		}
-		trials = append(trials, tuner.Trial{ID: strconv.Itoa(i + 1), Values: record(v, snapped), State: tuner.Done, Objective: y})
+		trials = append(trials, tuner.Trial{ID: strconv.Itoa(i + 1), Values: v, State: tuner.Done, Objective: y})
 		if math.IsNaN(incObs) || t.better(y, incObs) {
 			incObs, incKey = y, k
 		}
@@ -127,13 +140,4 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-var xpSnapped = os.Getenv("XP_SNAPPED") != ""
-
-func record(v, snapped tuner.Values) tuner.Values {
-	if xpSnapped {
-		return snapped
-	}
-	return v
 }

@@ -95,7 +95,7 @@ func TestRegretFollowsTheIncumbent(t *testing.T) {
 	sample := func(rep int, _ tuner.Space, _ tuner.Goal, trials []tuner.Trial) (tuner.Values, error) {
 		return seq[len(trials)], nil
 	}
-	med, err := Regret(tb, sample, 4, 3, false, 2, nil)
+	med, err := Regret(tb, sample, Protocol{Budget: 4, Reps: 3, Workers: 2})
 	require.NoError(t, err)
 	want := []float64{1.5, 0.4, 0.4, 0}
 	for i := range want {
@@ -103,7 +103,7 @@ func TestRegretFollowsTheIncumbent(t *testing.T) {
 	}
 	// Noisy: a trial sees one seed. 0.001,3,tanh is 0.4 or 0.6 and 0.1,3,relu
 	// 1.1 or 1.3, so the incumbent after three trials is always the second.
-	med, err = Regret(tb, sample, 4, 5, true, 1, nil)
+	med, err = Regret(tb, sample, Protocol{Budget: 4, Reps: 5, Noisy: true, Workers: 1})
 	require.NoError(t, err)
 	require.InDelta(t, 0.4, med[2], 1e-12)
 	require.InDelta(t, 0, med[3], 1e-12)
@@ -113,9 +113,9 @@ func TestSearchersRunUnderTheProtocol(t *testing.T) {
 	tb, err := Load(writeGz(t, tiny))
 	require.NoError(t, err)
 	for name, s := range Samplers {
-		a, err := Regret(tb, s, 12, 4, false, 2, nil)
+		a, err := Regret(tb, s, Protocol{Budget: 12, Reps: 4, Workers: 2})
 		require.NoError(t, err, name)
-		b, err := Regret(tb, s, 12, 4, false, 1, nil)
+		b, err := Regret(tb, s, Protocol{Budget: 12, Reps: 4, Workers: 1})
 		require.NoError(t, err, name)
 		require.Equal(t, a, b, "%s: repetitions are seeded, whatever runs them", name)
 		for i := 1; i < len(a); i++ {

@@ -39,7 +39,7 @@ const (
 	priorSN2Std    = 2.5
 	jitter         = 1e-9
 	boundPenalty   = 100.0
-	maxFitPoints   = 100 // hyperparameters are fitted on at most this many trials
+	maxFitPoints   = 80 // hyperparameters are fitted on at most this many trials
 	fitEvaluations = 60  // likelihood evaluations per fit
 )
 

@@ -7,13 +7,16 @@
 # it), then bench/tuner/hpo_table.py prints the comparison as the Markdown in docs/BENCHMARKS.md.
 #
 # usage: bench/tuner/hpo.sh [DATA_DIR] [OUT]
-#   DATA_DIR defaults to ../shared/data/hpo (relative to the repository), OUT to /tmp/niuma-hpo.
+#   DATA_DIR defaults to ../shared/data/hpo (or ../../shared/data/hpo) next to the repository,
+#   OUT to /tmp/niuma-hpo.
 #   REPS (default 20) and BUDGET (default 100) may be set in the environment.
 # Optuna comes from Debian's python3-optuna (installed with apt-get when missing); it runs under
 # /usr/bin/python3. The whole run takes about an hour on two idle cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-data=$(cd "${1:-../shared/data/hpo}" && pwd)
+default=../shared/data/hpo
+[ -d "$default" ] || default=../../shared/data/hpo # a worktree one level further down
+data=$(cd "${1:-$default}" && pwd)
 out=${2:-/tmp/niuma-hpo}
 reps=${REPS:-20}
 budget=${BUDGET:-100}

@@ -51,6 +51,7 @@ bench:
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/template/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLine -fuzztime=30s ./metrics/
+	$(GO) test -run='^$$' -fuzz=FuzzRead -fuzztime=30s ./tuner/tabular/
 
 # The real window under Xvfb with simulated GPUs and real demo runs, driven
 # to each main view; PNGs in docs/screenshots/ (look at them).

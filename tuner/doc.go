@@ -16,10 +16,15 @@
 // equality, one length scale per parameter in a Matérn-5/2 kernel, fitted
 // by maximising the marginal likelihood. Observed objectives are warped
 // to normal scores first, so that a few failed trials with terrible values
-// do not flatten the region that matters. The next trial maximises
-// expected improvement; trials still running are believed to land on the
-// model's prediction (the kriging believer), so parallel suggestions
-// spread out instead of piling onto one point. A suggestion comes with
+// do not flatten the region that matters. After an opening Latin
+// hypercube, trials alternate between the model's best expected
+// improvement and a Parzen-estimator draw from where the best trials are
+// dense (as TPE draws), which keeps sampling a plateau of near-ties that
+// expected improvement alone would circle; docs/BENCHMARKS.md has the
+// comparison that chose this. Trials still running are believed to land
+// on the model's prediction (the kriging believer) and count as losers
+// for the Parzen draws, so parallel suggestions spread out instead of
+// piling onto one point. A suggestion comes with
 // its prediction (mean ± one standard deviation) and the earlier trials
 // that weigh most in it; Model.Importance ranks the parameters by the
 // share of the objective's variance each one explains on its own (a

@@ -40,7 +40,7 @@ const (
 	jitter         = 1e-9
 	boundPenalty   = 100.0
 	maxFitPoints   = 80 // hyperparameters are fitted on at most this many trials
-	fitEvaluations = 60  // likelihood evaluations per fit
+	fitEvaluations = 60 // likelihood evaluations per fit
 )
 
 func (g *gp) setHyper(theta []float64) {

@@ -54,6 +54,9 @@ func readCurves(r io.Reader, metric string, goal tuner.Goal) (*Curves, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no header line: %w", err)
 	}
+	if err := checkHeader(head); err != nil {
+		return nil, err
+	}
 	seedCol := slices.Index(head, "seed")
 	mcol := slices.Index(head, metric)
 	switch {

@@ -65,6 +65,9 @@ func read(r io.Reader) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no header line: %w", err)
 	}
+	if err := checkHeader(head); err != nil {
+		return nil, err
+	}
 	var pcols, vcols []int
 	for i, h := range head {
 		if strings.Contains(h, "_seed") {
@@ -95,8 +98,8 @@ func read(r io.Reader) (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(rec) < len(pcols) {
-			return nil, fmt.Errorf("line %d has %d fields; the header names %d parameters", line, len(rec), len(pcols))
+		if len(rec) <= pcols[len(pcols)-1] {
+			return nil, fmt.Errorf("line %d has %d fields, too few for the header's parameters", line, len(rec))
 		}
 		records = append(records, rec)
 		for i, c := range pcols {
@@ -114,7 +117,7 @@ func read(r io.Reader) (*Table, error) {
 		for _, c := range vcols {
 			if c < len(rec) && rec[c] != "" {
 				v, err := strconv.ParseFloat(rec[c], 64)
-				if err != nil {
+				if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 					return nil, fmt.Errorf("%s: %q is not a number", head[c], rec[c])
 				}
 				vals = append(vals, v)
@@ -138,6 +141,21 @@ func read(r io.Reader) (*Table, error) {
 		}
 	}
 	return t, nil
+}
+
+// checkHeader refuses empty or repeated column names.
+func checkHeader(head []string) error {
+	seen := map[string]bool{}
+	for i, h := range head {
+		switch {
+		case strings.TrimSpace(h) == "":
+			return fmt.Errorf("column %d of the header has no name", i+1)
+		case seen[h]:
+			return fmt.Errorf("the header names column %q twice", h)
+		}
+		seen[h] = true
+	}
+	return nil
 }
 
 // column builds a parameter from a column's distinct values: numbers

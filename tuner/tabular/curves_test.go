@@ -30,11 +30,13 @@ func TestPruningHalvesTrainingOnRecordedDemoCurves(t *testing.T) {
 		require.Equal(t, 1.0, r.Reached, "%s: %+v", rule, r)
 		require.GreaterOrEqual(t, r.SameBest, 0.9, "%s: %+v", rule, r)
 	}
-	// With the tuner choosing the trials (pruned ones informing it).
-	r, err := c.ReplayPruning(tuner.Pruner{Rule: tuner.MedianRule}, "bayes", 40, 4, 4)
+	// With the tuner choosing the trials (pruned ones informing it): in
+	// the 20 repetitions of docs/BENCHMARKS.md one study in 20 never gets
+	// there; here at most one in 8.
+	r, err := c.ReplayPruning(tuner.Pruner{Rule: tuner.MedianRule}, "bayes", 40, 4, 8)
 	require.NoError(t, err)
 	require.LessOrEqual(t, r.ReachRatio, 0.5, "%+v", r)
-	require.Equal(t, 1.0, r.Reached, "%+v", r)
+	require.GreaterOrEqual(t, r.Reached, 7.0/8, "%+v", r)
 	// No pruning is no saving.
 	r, err = c.ReplayPruning(tuner.Pruner{Rule: tuner.NoPruning}, "random", 10, 2, 3)
 	require.NoError(t, err)

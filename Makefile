@@ -57,6 +57,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzHParams -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzCSVRow -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzParseSlurmOutput -fuzztime=30s ./engine/executor/slurm/
+	$(GO) test -run='^$$' -fuzz=FuzzRead -fuzztime=30s ./tuner/tabular/
 
 # The real window under Xvfb with simulated GPUs and real demo runs, driven
 # to each main view; PNGs in docs/screenshots/ (look at them).

@@ -52,6 +52,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = c.simCmd(ctx, rest)
 	case "import":
 		err = c.importCmd(ctx, rest)
+	case "tune":
+		err = c.tune(ctx, rest)
 	case "engine":
 		err = c.engineCmd(ctx, rest)
 	case "window", "gui":
@@ -127,6 +129,10 @@ Usage:
       --allow-duplicate         run even when a run with the same fingerprint already succeeded
       --reuse                   print the ID of that earlier run instead of running (exit 0)
       --wait                    block until the run ends; exit non-zero unless it succeeded
+      --sweep NAME=V1,V2,...    sweep a parameter (repeatable): every combination becomes a run;
+                                an int may be a range, NAME=A..B or NAME=A..B:STEP
+      --random N                N runs with values drawn from the template's ranges (--set fixes some)
+      --random-seed N           the seed of --random's draws (default: fresh, printed)
   niuma ls [--json] [-n N]      list runs, newest first
   niuma show RUN [--json]       stages, attempts, exit codes and the last value of each metric
   niuma logs RUN [STAGE] [--follow] [--attempt N] [--raw]
@@ -145,6 +151,10 @@ Usage:
                                 replay a Philly or PAI trace through the shepherd
   niuma import tensorboard LOGDIR [--json]
                                 bring a TensorBoard logdir's runs (scalars, hparams) into the archive
+  niuma tune --table FILE [--budget N] [--reps R] [--noisy] [--sampler bayes|random] [--json]
+                                the tuner on a tabular benchmark: median regret after each trial
+  niuma tune --curves FILE [--pruner median|asha|none] [--trials N] [--reps R] [--json]
+                                early stopping replayed on recorded learning curves
   niuma engine [--until-idle]   drive queued and running runs in the foreground
   niuma version
 

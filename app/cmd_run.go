@@ -16,6 +16,7 @@ import (
 
 	"niuma/engine"
 	"niuma/engine/executor/docker"
+	"niuma/engine/template"
 	"niuma/printable"
 )
 
@@ -29,6 +30,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	wait := fs.Bool("wait", false, "block until the run ends; exit non-zero unless it succeeded")
 	allowDup := fs.Bool("allow-duplicate", false, "run even when a run with the same fingerprint already succeeded")
 	reuse := fs.Bool("reuse", false, "when a run with the same fingerprint already succeeded, print its ID instead of running")
+	sweep := addSweepFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitError{code: 2}
@@ -61,6 +63,13 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var runs []template.Values
+	if sweep.many() {
+		runs, err = sweep.expand(t, values, func(s string) { fmt.Fprintln(c.err, "note:", s) })
+		if err != nil {
+			return err
+		}
+	}
 	vals, err := t.Resolve(values)
 	if err != nil {
 		return exitError{code: 2, msg: oneLine(fmt.Errorf("--set: %w", err))}
@@ -75,6 +84,9 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return exitError{code: 1, msg: "cannot run on Slurm: " + s.slurmNote}
 	}
 	spec := engine.RunSpec{Template: t, Values: vals, Seed: *seed, Priority: *priority, Executor: *executorName}
+	if sweep.many() {
+		return c.runMany(ctx, s, spec, runs, *allowDup, *reuse, *wait)
+	}
 	if !*allowDup {
 		// Identical inputs give identical results: say where the earlier
 		// result is rather than spend the machine on it again.

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,11 +11,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"niuma/engine/template"
+	"niuma/tuner"
 )
-
-// maxSweepRuns bounds how many runs one launch may create, so a typo in a
-// range cannot flood the queue.
-const maxSweepRuns = 500
 
 // paramField is one parameter's row in the wizard: a widget for one value
 // (slider with an exact entry, check, select or text), and a "sweep" switch
@@ -76,7 +72,7 @@ func newParamField(t *template.Template, p template.Param, initial string, chang
 			single = container.NewBorder(nil, nil, nil, entryBox, f.slider)
 		}
 		f.sweepEntry = widget.NewEntry()
-		f.sweepEntry.SetPlaceHolder(sweepHint(p))
+		f.sweepEntry.SetPlaceHolder(tuner.SweepHint(tuner.Kind(p.Type)))
 		f.sweepEntry.OnChanged = func(string) { f.edited() }
 	}
 	f.single = container.NewStack(single)
@@ -105,18 +101,6 @@ func newParamField(t *template.Template, p template.Param, initial string, chang
 	row := container.NewBorder(nil, nil, left, f.sweep, container.NewStack(f.single, f.multi))
 	f.box = container.NewVBox(row, help, f.problem)
 	return f
-}
-
-// sweepHint is the placeholder of a sweep entry.
-func sweepHint(p template.Param) string {
-	switch p.Type {
-	case template.KindInt:
-		return "values: 32, 64, 128 — or a range: 1..8 or 16..128:16"
-	case template.KindFloat:
-		return "values: 0.1, 0.01, 0.001"
-	default:
-		return "values, separated by commas"
-	}
 }
 
 // describeParam is the help line under a parameter: its help and bounds.
@@ -233,22 +217,18 @@ func (f *paramField) edited() {
 
 // values is what the user chose for the parameter, as text the template
 // parses: one value, or several when sweeping. Each one is checked
-// against the schema.
+// against the schema; repeats are dropped. The sweep's text is read by
+// the template, as `niuma run --sweep` reads it.
 func (f *paramField) values() ([]string, error) {
 	var raw []string
-	sweeping := f.sweep.Checked
 	switch {
-	case sweeping && f.sweepChoice != nil:
+	case f.sweep.Checked && f.sweepChoice != nil:
 		raw = append(raw, f.sweepChoice.Selected...)
 		if len(raw) == 0 {
 			return nil, fmt.Errorf("%s: tick at least one value to sweep", f.p.Name)
 		}
-	case sweeping:
-		var err error
-		raw, err = parseSweep(f.p, f.sweepEntry.Text)
-		if err != nil {
-			return nil, err
-		}
+	case f.sweep.Checked:
+		return f.t.ParseSweep(f.p.Name, f.sweepEntry.Text)
 	case f.check != nil:
 		raw = []string{strconv.FormatBool(f.check.Checked)}
 	case f.sel != nil:
@@ -270,64 +250,7 @@ func (f *paramField) values() ([]string, error) {
 	return out, nil
 }
 
-// parseSweep reads a sweep's values: a comma-separated list, or for an
-// int an inclusive range "a..b" with an optional step "a..b:step".
+// parseSweep reads a sweep's values as written (a list, or an int range).
 func parseSweep(p template.Param, text string) ([]string, error) {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return nil, fmt.Errorf("%s: give the values to sweep, %s", p.Name, sweepHint(p))
-	}
-	if p.Type == template.KindInt && strings.Contains(text, "..") && !strings.Contains(text, ",") {
-		lohi, stepText, hasStep := strings.Cut(text, ":")
-		a, b, _ := strings.Cut(lohi, "..")
-		lo, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
-		hi, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
-		step := int64(1)
-		var err3 error
-		if hasStep {
-			step, err3 = strconv.ParseInt(strings.TrimSpace(stepText), 10, 64)
-		}
-		if err := errors.Join(err1, err2, err3); err != nil || step <= 0 || hi < lo {
-			return nil, fmt.Errorf("%s: %q is not a range: write it as 1..8 or 16..128:16", p.Name, text)
-		}
-		if (hi-lo)/step+1 > maxSweepRuns {
-			return nil, fmt.Errorf("%s: %q has more than %d values", p.Name, text, maxSweepRuns)
-		}
-		var out []string
-		for x := lo; x <= hi; x += step {
-			out = append(out, strconv.FormatInt(x, 10))
-		}
-		return out, nil
-	}
-	var out []string
-	for _, s := range strings.Split(text, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: give the values to sweep, %s", p.Name, sweepHint(p))
-	}
-	return out, nil
-}
-
-// combinations expands per-parameter value lists into every combination,
-// in parameter order with the last parameter varying fastest.
-func combinations(names []string, values map[string][]string) []map[string]string {
-	out := []map[string]string{{}}
-	for _, n := range names {
-		var next []map[string]string
-		for _, base := range out {
-			for _, v := range values[n] {
-				m := make(map[string]string, len(base)+1)
-				for k, x := range base {
-					m[k] = x
-				}
-				m[n] = v
-				next = append(next, m)
-			}
-		}
-		out = next
-	}
-	return out
+	return tuner.SplitSweep(p.Name, tuner.Kind(p.Type), text)
 }

@@ -417,18 +417,22 @@ func (w *Wizard) stepError() error {
 
 // runTotal is how many runs the parameters make, or the first problem.
 func (w *Wizard) runTotal() (int, error) {
-	n := 1
+	runs, err := w.sweep()
+	return len(runs), err
+}
+
+// sweep is the values of every run the form makes: the template's one
+// expansion of a sweep, which `niuma run --sweep` uses too.
+func (w *Wizard) sweep() ([]template.Values, error) {
+	lists := map[string][]string{}
 	for _, f := range w.fields {
 		vs, err := f.values()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		n *= len(vs)
-		if n > maxSweepRuns {
-			return 0, fmt.Errorf("the sweep makes more than %d runs: sweep fewer values", maxSweepRuns)
-		}
+		lists[f.p.Name] = vs
 	}
-	return n, nil
+	return w.tmpl.Sweep(nil, lists)
 }
 
 func (w *Wizard) resourceError() error {
@@ -446,15 +450,9 @@ func (w *Wizard) buildSpecs() ([]engine.RunSpec, error) {
 	if w.tmpl == nil {
 		return nil, errors.New("no template chosen")
 	}
-	names := make([]string, 0, len(w.fields))
-	values := map[string][]string{}
-	for _, f := range w.fields {
-		vs, err := f.values()
-		if err != nil {
-			return nil, err
-		}
-		names = append(names, f.p.Name)
-		values[f.p.Name] = vs
+	runs, err := w.sweep()
+	if err != nil {
+		return nil, err
 	}
 	if err := w.resourceError(); err != nil {
 		return nil, err
@@ -469,11 +467,7 @@ func (w *Wizard) buildSpecs() ([]engine.RunSpec, error) {
 		}
 	}
 	var specs []engine.RunSpec
-	for _, combo := range combinations(names, values) {
-		v, err := w.tmpl.Resolve(combo)
-		if err != nil {
-			return nil, err
-		}
+	for _, v := range runs {
 		specs = append(specs, engine.RunSpec{Template: w.tmpl, Values: v, Seed: seed, Priority: prio, Executor: exec})
 	}
 	return specs, nil

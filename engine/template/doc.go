@@ -26,6 +26,7 @@
 //	  lr:        {type: float, default: 0.01, min: 0.00001, max: 1.0, log: true, help: Learning rate}
 //	  hidden:    {type: int, default: 64, min: 8, max: 1024}
 //	  optimizer: {type: choice, default: adam, choices: [adam, sgd]}
+//	  momentum:  {type: float, default: 0.9, min: 0, max: 0.99, when: {optimizer: sgd}}
 //	  augment:   {type: bool, default: false}
 //	  note:      {type: string, default: ""}
 //	stages:
@@ -54,6 +55,12 @@
 // parameter. Resolve reads CLI-style strings (--set lr=0.1), Validate
 // checks typed values from a UI, Normalize fills in defaults and converts
 // looser Go types, and JSON / ValuesFromJSON give the canonical params.json.
+//
+// A parameter with when: applies only while the parameters it names
+// (declared above it, of a kind compared exactly: choice, bool, int or
+// string) take one of the listed values. Sweep, the grid expansion the
+// wizard and `niuma run --sweep` share, sweeps a parameter only where it
+// applies; Space hands the schema, conditions included, to the tuner.
 //
 // YAML anchors, aliases and merge keys (<<: *defaults) are allowed.
 // Missing defaults: bool defaults to false, string to "", choice to its

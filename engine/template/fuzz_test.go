@@ -2,6 +2,7 @@ package template
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,6 +49,9 @@ func FuzzParse(f *testing.F) {
 		"name: t\nruntime: {kind: docker, image: img}\nobjective: {metric: loss, goal: min}\nparams:\n  f: {type: float, default: 1e-3, min: 1e-9, log: true}\n  i: {type: int, default: -3, max: 0}\n  b: {type: bool, default: yes}\n  c: {type: choice, choices: [x, y, z]}\n  s: {type: string, default: hi}\nstages:\n  - {name: z, command: [\"${params.f}\", \"${params.i}${params.b}\", \"${params.c}$$${params.s}\"], gpus: 8, gpu_memory: 80GB, timeout: 1h30m}\n  - {name: y, needs: z, command: [x], env: {A: \"${stage_dir}\"}}\n",
 		"name: t\nstages:\n  - {name: d, command: [x], needs: [b, c]}\n  - {name: c, command: [x], needs: [a]}\n  - {name: b, command: [x], needs: [a]}\n  - {name: a, command: [x]}\n",
 		"name: t\nstages:\n  - &d {name: a, command: [x], retries: 2}\n  - {<<: *d, name: b, timeout: 5m}\n",
+		"name: t\nparams:\n  o: {type: choice, choices: [a, b, c]}\n  m: {type: float, default: 0.9, min: 0, max: 1, when: {o: [b, c]}}\n  n: {type: bool, when: {o: b}}\n  k: {type: int, default: 1, min: 1, max: 3, when: {n: yes, o: [b]}}\nstages: [{name: a, command: [x, \"${params.m}\"]}]\n",
+		"name: t\nparams:\n  o: {type: choice, choices: [a, b]}\n  m:\n    type: int\n    default: 2\n    when:\n      o:\n        - b\n        - a\nstages: [{name: a, command: [x]}]\n",
+		"name: t\nparams:\n  m: {type: int, default: 2, when: {o: b}}\n  o: {type: choice, choices: [a, b]}\nstages: [{name: a, command: [x]}]\n", // condition on a later parameter
 		"name: t\nruntime: {kind: docker, image: i, shm_size: 2GiB, memory: 16m, cpus: 1.5, user: \"1000:1000\", network: none, keep: true, cap_add: [SYS_PTRACE]}\nstages: [{name: a, command: [x]}]\n",
 	}
 	for _, s := range seeds {
@@ -122,6 +126,32 @@ func FuzzParse(f *testing.F) {
 				require.NoError(t, err)
 			}
 		}
+
+		// Conditions name parameters declared above, with values they can
+		// take; the space is well formed; a sweep of nothing, or of
+		// every default, is the one run of the defaults.
+		for i, p := range tp.Params {
+			for _, c := range p.When {
+				j := slices.IndexFunc(tp.Params, func(q Param) bool { return q.Name == c.Param })
+				require.True(t, j >= 0 && j < i, "%s depends on %s, declared above it", p.Name, c.Param)
+				require.NotEmpty(t, c.Values)
+				for _, v := range c.Values {
+					_, err := tp.Resolve(map[string]string{c.Param: v})
+					require.NoError(t, err)
+				}
+			}
+		}
+		require.NoError(t, tp.Space().Validate())
+		runs, err := tp.Sweep(nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, []Values{d}, runs)
+		single := map[string][]string{}
+		for k, v := range d.Strings() {
+			single[k] = []string{v}
+		}
+		runs, err = tp.Sweep(nil, single)
+		require.NoError(t, err)
+		require.Equal(t, []Values{d}, runs)
 
 		// Parsing is deterministic.
 		again, err := Parse("f.yaml", tp.YAML)

@@ -26,7 +26,7 @@ var (
 	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages", "sentinel"}
 	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add", "pids_limit", "fallback", "partition", "account", "qos"}
 	objectiveFields = []string{"metric", "goal"}
-	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help"}
+	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help", "when"}
 	stageFields     = []string{"name", "command", "needs", "gpus", "gpu_memory", "retries", "timeout", "env", "metrics", "tensorboard", "csv"}
 	ruleFields      = []string{"preset", "pattern", "step", "stream"}
 )
@@ -66,6 +66,7 @@ func Parse(source string, data []byte) (*Template, error) {
 
 type parser struct {
 	source      string
+	valueLines  map[condKey][]int // lines of the values of each when: condition
 	problems    []Problem
 	merged      int  // fields visited through merge keys
 	mergedLimit bool // the merge budget was exhausted and reported
@@ -262,6 +263,7 @@ func (p *parser) template(data []byte) *Template {
 			}
 		}
 	}
+	p.conditions(t.Params)
 	p.stages(t, f, declared)
 	t.Sentinel = p.sentinel(f, declared)
 	return t
@@ -589,7 +591,140 @@ func (p *parser) param(name string, key, raw *yaml.Node) Param {
 
 	p.choices(&prm, f, pre)
 	p.paramDefault(&prm, f, pre, rangeOK, fmtNum)
+	prm.When = p.when(f, pre)
 	return prm
+}
+
+// when reads a parameter's conditions as written, e.g.
+// when: {optimizer: sgd} or when: {optimizer: [sgd, rmsprop]}; conditions
+// checks them against the other parameters once all are read.
+func (p *parser) when(f *fieldSet, pre string) []Condition {
+	n := f.get("when")
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		p.addf(f.line("when"), "%swhen must map other parameters to the values that make this one apply, e.g. when: {optimizer: sgd}", pre)
+		return nil
+	}
+	wf := p.fields(n, pre+"when: ", nil, "parameter")
+	if p.valueLines == nil {
+		p.valueLines = map[condKey][]int{}
+	}
+	var out []Condition
+	for _, name := range wf.order {
+		c := Condition{Param: name, Line: wf.keys[name].Line}
+		v := wf.get(name)
+		var items []*yaml.Node
+		switch {
+		case v == nil:
+		case v.Kind == yaml.ScalarNode:
+			items = []*yaml.Node{v}
+		case v.Kind == yaml.SequenceNode:
+			items = v.Content
+		}
+		if len(items) == 0 {
+			p.addf(wf.line(name), "%swhen: %s needs a value or a list of values, e.g. %s: [sgd]", pre, name, name)
+			continue
+		}
+		ok := true
+		for _, raw := range items {
+			it := deref(raw)
+			if it == nil || it.Kind != yaml.ScalarNode || isNull(it) {
+				p.addf(raw.Line, "%swhen: %s must list single values, not %s", pre, name, kindName(it))
+				ok = false
+				continue
+			}
+			c.Values = append(c.Values, it.Value)
+			p.valueLines[condKey{pre, name}] = append(p.valueLines[condKey{pre, name}], raw.Line)
+		}
+		if ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// condKey names one condition while parsing: the parameter's message
+// prefix and the parameter it depends on.
+type condKey struct{ pre, on string }
+
+// conditions checks each parameter's when: against the schema: it names a
+// parameter declared above (so that the wizard can show parameters in
+// order and a chain of conditions cannot loop), of a kind compared
+// exactly (choice, bool, int or string), with values that parameter can
+// take. Values are stored as FormatValue writes them ("yes" becomes
+// "true").
+func (p *parser) conditions(params []Param) {
+	index := map[string]int{}
+	for i, prm := range params {
+		if _, dup := index[prm.Name]; !dup {
+			index[prm.Name] = i
+		}
+	}
+	for i := range params {
+		prm := &params[i]
+		pre := fmt.Sprintf("parameter %q: when: ", prm.Name)
+		lines := func(c Condition) []int {
+			return p.valueLines[condKey{fmt.Sprintf("parameter %q: ", prm.Name), c.Param}]
+		}
+		kept := prm.When[:0]
+		for _, c := range prm.When {
+			j, ok := index[c.Param]
+			switch {
+			case c.Param == prm.Name:
+				p.addf(c.Line, "%sa parameter cannot depend on itself; name another parameter", pre)
+				continue
+			case !ok:
+				p.addf(c.Line, "%sunknown parameter %q (parameters are: %s)", pre, c.Param, listNames(paramNames(params)))
+				continue
+			case j > i:
+				p.addf(c.Line, "%s%s is declared below %s; declare it above, since %s depends on it", pre, c.Param, prm.Name, prm.Name)
+				continue
+			}
+			on := params[j]
+			if on.Type == KindFloat {
+				p.addf(c.Line, "%s%s is a float, which cannot be compared exactly; make it a choice, or depend on another parameter", pre, c.Param)
+				continue
+			}
+			good := true
+			var vals []string
+			for k, s := range c.Values {
+				x, err := parseValue(on, s)
+				if err == nil {
+					err = checkValue(on, x)
+				}
+				if err != nil {
+					p.addf(lines(c)[k], "%s%s: %q is not a value %s can take (%s)", pre, c.Param, s, c.Param, describe(on))
+					good = false
+					continue
+				}
+				v := FormatValue(x)
+				if slices.Contains(vals, v) {
+					p.addf(lines(c)[k], "%s%s: %q is listed twice; remove one", pre, c.Param, s)
+					good = false
+					continue
+				}
+				vals = append(vals, v)
+			}
+			if good {
+				c.Values = vals
+				kept = append(kept, c)
+			}
+		}
+		prm.When = kept
+		if len(prm.When) == 0 {
+			prm.When = nil
+		}
+	}
+}
+
+func paramNames(params []Param) []string {
+	var out []string
+	for _, prm := range params {
+		out = append(out, prm.Name)
+	}
+	return out
 }
 
 func (p *parser) choices(prm *Param, f *fieldSet, pre string) {

@@ -46,7 +46,19 @@ type Param struct {
 	Log     bool     // log-scale slider hint; requires Min > 0
 	Choices []string // for choice
 	Help    string
-	Line    int // line in the YAML, for errors
+	// When lists the conditions under which the parameter applies (all
+	// must hold), e.g. momentum only when optimizer is sgd. A parameter
+	// that does not apply keeps its value, is not swept and not searched.
+	When []Condition
+	Line int // line in the YAML, for errors
+}
+
+// Condition makes a parameter apply only when another parameter, declared
+// above it, has one of the listed values (as FormatValue writes them).
+type Condition struct {
+	Param  string
+	Values []string
+	Line   int
 }
 
 // Stage is one step of an experiment's DAG.

@@ -46,8 +46,9 @@ type GPUUsage struct {
 	ThrottledMinutes int      `json:"throttled_minutes"`
 	ThrottleReasons  []string `json:"throttle_reasons,omitempty"`
 	XIDs             []XID    `json:"xids,omitempty"`
-	// Anomalies are the sentinel's findings about this GPU while the run
-	// held it (overheating, GPU health, this run's leak, stall or idling).
+	// Anomalies are the sentinel's findings about the GPU itself while the
+	// run held it (overheating, GPU health); the run's own anomalies on it
+	// (a leak, a stall) are among the run's (Engine.Anomalies).
 	Anomalies []AnomalyInfo `json:"anomalies,omitempty"`
 	// Minutes is the record minute by minute, oldest first, for curves.
 	Minutes []GPUMinute `json:"minutes"`
@@ -195,7 +196,7 @@ func (e *Engine) GPUUsage(ctx context.Context, runID string) ([]GPUUsage, error)
 			return nil, err
 		}
 		for _, ev := range evs {
-			if ev.GPU != uuid || strings.HasPrefix(ev.Kind, "action_") || (ev.RunID != "" && ev.RunID != id) ||
+			if ev.GPU != uuid || strings.HasPrefix(ev.Kind, "action_") || ev.RunID != "" ||
 				!overlaps(sp, ev.At, ev.At.Add(time.Nanosecond)) {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
@@ -59,6 +60,14 @@ func runWindow(stderr io.Writer) int {
 		}
 	}
 	done := s.drive(ctx)
+	if addr := os.Getenv(envMetricsAddr); addr != "" {
+		// Prometheus metrics from the window too: $NIUMA_METRICS_ADDR.
+		if at, err := s.serveMetrics(ctx, addr); err != nil {
+			fmt.Fprintln(stderr, "niuma:", err)
+		} else {
+			fmt.Fprintf(stderr, "niuma: Prometheus metrics on http://%s/metrics\n", at)
+		}
+	}
 	shell.Start(ctx)
 	go view.Reload(ctx)
 	w.SetOnClosed(func() {

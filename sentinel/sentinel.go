@@ -19,8 +19,8 @@ type Sentinel struct {
 	streams  map[streamKey]*stream
 	attempts map[attemptKey]*attemptState
 	gpus     map[string]*gpuState
-	queued   map[attemptKey]bool // stages already reported stuck in the queue
-	goals    map[string]goal     // per-run objective (SetObjective)
+	queued   map[attemptKey]*queueState // stages waiting in the queue
+	goals    map[string]goal            // per-run objective (SetObjective)
 	scratch  []float64
 	scratch2 []float64
 }
@@ -84,7 +84,7 @@ func New(cfg Config) *Sentinel {
 		streams:  map[streamKey]*stream{},
 		attempts: map[attemptKey]*attemptState{},
 		gpus:     map[string]*gpuState{},
-		queued:   map[attemptKey]bool{},
+		queued:   map[attemptKey]*queueState{},
 		goals:    map[string]goal{},
 	}
 }

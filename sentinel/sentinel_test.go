@@ -210,18 +210,74 @@ func TestXIDNamesTheError(t *testing.T) {
 
 func TestQueueStuckSaysWhatIsMissing(t *testing.T) {
 	s := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
-	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch,
-		Reason: "waiting for a GPU", NeedMiB: 40000, LargestFreeMiB: 12000}
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "gpu_memory",
+		Reason: "needs 1×39 GiB; largest free is 12 GiB on GPU 0; first in line", NeedMiB: 40000, LargestFreeMiB: 12000, Ahead: 0}
 	if got := s.ObserveQueue(q, epoch.Add(29*time.Minute)); len(got) != 0 {
 		t.Fatalf("stuck after 29 min: %+v", got)
 	}
 	got := s.ObserveQueue(q, epoch.Add(31*time.Minute))
-	if len(got) != 1 || !strings.Contains(got[0].Fix, "40000 MiB") || !strings.Contains(got[0].Fix, "12000 MiB") ||
-		!strings.Contains(got[0].Message, "waiting for a GPU") {
+	if len(got) != 1 || !strings.Contains(got[0].Fix, "the stage needs 39 GiB per GPU and the largest free is 12 GiB") ||
+		!strings.Contains(got[0].Message, q.Reason) {
 		t.Fatalf("got %+v", got)
 	}
 	if again := s.ObserveQueue(q, epoch.Add(40*time.Minute)); len(again) != 0 {
 		t.Errorf("reported twice: %+v", again)
+	}
+}
+
+// A stage that waits with enough free memory (behind other runs, for a
+// GPU kept for another) is not told memory is short, and the figures are
+// never repeated in other units beside the shepherd's ("80 GiB … 0 MiB").
+func TestQueueStuckWordingAgreesWithTheReason(t *testing.T) {
+	s := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "gpus_busy",
+		Reason:  "needs 2×16 GiB on one NVLink group; largest free is 80 GiB on GPU 0; 1 of 2 fit now; first in line",
+		NeedMiB: 16384, LargestFreeMiB: 81920, Ahead: 0}
+	got := s.ObserveQueue(q, epoch.Add(31*time.Minute))
+	if len(got) != 1 {
+		t.Fatalf("got %+v", got)
+	}
+	a := got[0]
+	want := "Stage train has waited in the queue for 31m0s: " + q.Reason + "."
+	if a.Message != want {
+		t.Errorf("message = %q\nwant      %q", a.Message, want)
+	}
+	if strings.Contains(a.Fix, "Not enough free GPU memory") || strings.Contains(a.Fix, "0 MiB") {
+		t.Errorf("fix = %q: the memory is there", a.Fix)
+	}
+	if !strings.Contains(a.Fix, "taken by other runs") {
+		t.Errorf("fix = %q", a.Fix)
+	}
+	if a.Evidence.Stats["largest_free_mib"] != 81920 || a.Evidence.Extra["code"] != "gpus_busy" {
+		t.Errorf("evidence = %+v", a.Evidence)
+	}
+}
+
+// A long queue that keeps moving is not stuck: the clock runs from the
+// last time the stage moved up.
+func TestQueueStuckCountsFromTheLastProgress(t *testing.T) {
+	s := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
+	obs := func(ahead int, at time.Duration) []sentinel.Anomaly {
+		return s.ObserveQueue(sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch,
+			Reason: "waits", NeedMiB: 1000, LargestFreeMiB: 0, Ahead: ahead}, epoch.Add(at))
+	}
+	for i, ahead := range []int{5, 4, 3, 2, 1} { // one run ahead leaves every 20 minutes
+		if got := obs(ahead, time.Duration(i)*20*time.Minute); len(got) != 0 {
+			t.Fatalf("reported at %d ahead although the queue moves: %+v", ahead, got)
+		}
+	}
+	if got := obs(1, 100*time.Minute); len(got) != 0 { // 20 min without progress
+		t.Fatalf("too early: %+v", got)
+	}
+	got := obs(1, 111*time.Minute) // 31 min without progress
+	if len(got) != 1 || !strings.Contains(got[0].Message, "waited in the queue for 1h51m0s, without moving up for 31m0s") {
+		t.Fatalf("got %+v", got)
+	}
+	// Without a count of runs ahead, the wait itself is the measure.
+	s2 := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
+	q := sentinel.QueueObservation{Run: "r", Stage: "s", WaitingSince: epoch, Ahead: -1, LargestFreeMiB: -1}
+	if got := s2.ObserveQueue(q, epoch.Add(31*time.Minute)); len(got) != 1 {
+		t.Fatalf("unknown ahead: %+v", got)
 	}
 }
 

@@ -130,6 +130,9 @@ func New(src Source, opts Options) *Exporter {
 	for _, a := range Actions {
 		x.actions.WithLabelValues(a)
 	}
+	for _, w := range []string{"gpus", "queue", "runs", "stages", "events"} {
+		x.readErrors.WithLabelValues(w)
+	}
 	return x
 }
 
@@ -228,7 +231,7 @@ func (x *Exporter) collectGPUs(ctx context.Context, ch chan<- prometheus.Metric)
 		if g.ThrottleReasons != nil {
 			held := false
 			for _, r := range g.ThrottleReasons {
-				held = held || (r != "gpu_idle" && r != "applications_clocks_setting" && r != "display_clocks_setting")
+				held = held || gpumon.IsLimit(r)
 			}
 			send("niuma_gpu_throttled", b01(held))
 		}

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +81,7 @@ func TestARealPrometheusScrapesNiuma(t *testing.T) {
 	}
 	holder := submit("name: holder\nstages:\n  - name: train\n    gpus: 1\n    gpu_memory: 20GiB\n    command: [sh, -c, 'echo \"{\\\"step\\\": 1, \\\"loss\\\": 0.5}\"; sleep 60']\n")
 	submit("name: too-big\nstages:\n  - name: train\n    gpus: 1\n    gpu_memory: 200GiB\n    command: [\"true\"]\n")
+	submit("name: quick\nstages:\n  - name: prep\n    command: [\"true\"]\n") // a finished stage: a duration
 	t.Cleanup(func() { _ = eng.Cancel(context.Background(), holder.ID) })
 
 	addr, err := Serve(ctx, "127.0.0.1:0", New(eng, Options{}).Handler())
@@ -126,6 +129,7 @@ func TestARealPrometheusScrapesNiuma(t *testing.T) {
 		v, err := strconv.ParseFloat(s, 64)
 		return v, err == nil
 	}
+	checkDashboard(t, web)
 	for _, tc := range []struct {
 		q    string
 		want func(float64) bool
@@ -135,6 +139,7 @@ func TestARealPrometheusScrapesNiuma(t *testing.T) {
 		{`sum(niuma_gpu_run_memory_bytes{simulated="true"})`, func(v float64) bool { return v == 20*1024*1024*1024 }},
 		{`count(niuma_gpu_info{simulated="true",source="simulated"})`, func(v float64) bool { return v == 2 }},
 		{`sum(niuma_runs{state=~"queued|running"})`, func(v float64) bool { return v == 2 }},
+		{`sum(niuma_stage_duration_seconds_count{template="quick",stage="prep",state="succeeded"})`, func(v float64) bool { return v == 1 }},
 		{`max(niuma_gpu_utilization_ratio) > 0`, func(v float64) bool { return v > 0 && v <= 1 }},
 		{`niuma_metric_points_ingested_total`, func(v float64) bool { return v >= 1 }},
 	} {
@@ -144,5 +149,62 @@ func TestARealPrometheusScrapesNiuma(t *testing.T) {
 			got, ok = query(tc.q)
 			return ok && tc.want(got)
 		}, 60*time.Second, 250*time.Millisecond, "PromQL %s: last answer %v (answered: %v)", tc.q, got, ok)
+	}
+}
+
+// checkDashboard asks the real server to evaluate every expression of the
+// sample Grafana dashboard (docs/grafana), so that a renamed metric or a
+// typo in it fails here: each must parse, and each metric it names must be
+// one the exporter serves.
+func checkDashboard(t *testing.T, web string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "grafana", "niuma-dashboard.json"))
+	require.NoError(t, err)
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(b, &d))
+	require.NotEmpty(t, d.Panels)
+	served := map[string]bool{}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + web + "/api/v1/label/__name__/values")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var r struct {
+			Data []string `json:"data"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&r) != nil {
+			return false
+		}
+		for _, n := range r.Data {
+			served[n] = true
+		}
+		return served["niuma_runs"] && served["niuma_stage_duration_seconds_bucket"]
+	}, 60*time.Second, 250*time.Millisecond, "the server has scraped niuma")
+	name := regexp.MustCompile(`\bniuma_[a-z_]+`)
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			expr := strings.ReplaceAll(tg.Expr, "$__rate_interval", "1m")
+			resp, err := http.Get("http://" + web + "/api/v1/query?query=" + url.QueryEscape(expr))
+			require.NoError(t, err)
+			var r struct {
+				Status string `json:"status"`
+				Error  string `json:"error"`
+			}
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+			resp.Body.Close()
+			require.Equal(t, "success", r.Status, "panel %q: %s: %s", p.Title, tg.Expr, r.Error)
+			for _, n := range name.FindAllString(expr, -1) {
+				base := strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count")
+				require.True(t, served[n] || served[base+"_bucket"], "panel %q names %s, which Niuma does not serve", p.Title, n)
+			}
+		}
 	}
 }

@@ -367,9 +367,14 @@ func newMinuteAgg() *minuteAgg {
 	return &minuteAgg{reasons: map[string]bool{}, owners: map[Owner]*ownerAgg{}}
 }
 
-// notThrottle are the clock event reasons that hold no work back: an idle
-// GPU, or clocks an application or a user set on purpose.
-var notThrottle = map[string]bool{"gpu_idle": true, "applications_clocks_setting": true, "display_clocks_setting": true}
+// notLimits are the clock event reasons that hold no work back: an idle
+// GPU, clocks set on purpose, boost kept in step across GPUs.
+var notLimits = map[string]bool{"gpu_idle": true, "applications_clocks_setting": true,
+	"display_clock_setting": true, "sync_boost": true}
+
+// IsLimit reports whether a clock event reason (GPU.ThrottleReasons) is a
+// limit holding work back: a thermal or power limit, a hardware slowdown.
+func IsLimit(reason string) bool { return !notLimits[reason] }
 
 func (a *minuteAgg) add(p Point, g GPU, simulated bool) {
 	if a.n == 0 || p.MemUsedMiB < a.memMin {
@@ -386,7 +391,7 @@ func (a *minuteAgg) add(p Point, g GPU, simulated bool) {
 	a.temp.add(p.TempC)
 	held := false
 	for _, r := range g.ThrottleReasons {
-		if !notThrottle[r] {
+		if IsLimit(r) {
 			a.reasons[r], held = true, true
 		}
 	}

@@ -210,7 +210,9 @@ type queueState struct {
 // ObserveQueue judges one queued stage at now and returns a stuck-in-queue
 // anomaly the first time it has gone QueueAfter without progress: waiting
 // that long, and not moving up in the queue for that long either (a long
-// queue that keeps moving is not stuck).
+// queue that keeps moving is not stuck). A stage the shepherd says can
+// never start here (codes too_big and no_gpu) is stuck after
+// QueueNeverAfter: waiting longer changes nothing.
 func (s *Sentinel) ObserveQueue(q QueueObservation, now time.Time) []Anomaly {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -230,7 +232,11 @@ func (s *Sentinel) ObserveQueue(q QueueObservation, now time.Time) []Anomaly {
 	if st.reported {
 		return nil
 	}
-	if still := now.Sub(st.moved); still >= s.cfg.QueueAfter {
+	limit := s.cfg.QueueAfter
+	if q.Code == "too_big" || q.Code == "no_gpu" {
+		limit = min(limit, s.cfg.QueueNeverAfter)
+	}
+	if still := now.Sub(st.moved); still >= limit {
 		st.reported = true
 		return []Anomaly{s.queueAnomaly(q, now, now.Sub(q.WaitingSince), still)}
 	}

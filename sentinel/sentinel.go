@@ -79,6 +79,7 @@ func New(cfg Config) *Sentinel {
 	fill(&cfg.IdleUtil, d.IdleUtil)
 	filld(&cfg.IdleAfter, d.IdleAfter)
 	filld(&cfg.QueueAfter, d.QueueAfter)
+	filld(&cfg.QueueNeverAfter, d.QueueNeverAfter)
 	return &Sentinel{
 		cfg:      cfg,
 		streams:  map[streamKey]*stream{},

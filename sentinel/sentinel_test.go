@@ -290,3 +290,19 @@ func TestThrottleFromNames(t *testing.T) {
 		t.Error("a power cap is not thermal")
 	}
 }
+
+// A stage that can never start here is stuck as soon as that is clear:
+// waiting half an hour would change nothing.
+func TestQueueStuckAtOnceWhenItCanNeverFit(t *testing.T) {
+	s := sentinel.New(sentinel.Config{})
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "too_big", Ahead: 0,
+		Reason:  "needs 1×98 GiB; this machine can never hold it (1 usable GPU(s), at most 80 GiB each)",
+		NeedMiB: 100000, LargestFreeMiB: 81920}
+	if got := s.ObserveQueue(q, epoch.Add(time.Minute)); len(got) != 0 {
+		t.Fatalf("after 1 min: %+v", got)
+	}
+	got := s.ObserveQueue(q, epoch.Add(2*time.Minute))
+	if len(got) != 1 || !strings.Contains(got[0].Fix, "No GPU of this machine can ever hold it") {
+		t.Fatalf("got %+v", got)
+	}
+}

@@ -154,4 +154,9 @@ stages:
 	code, out, errOut = niuma(t, "report", id, "--format", "json", "-o", "-")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, `"simulated":true`)
+
+	code, out, errOut = niuma(t, "show", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "GPU 0  NVIDIA A100-SXM4-80GB (simulated)  GPU-")
+	require.Contains(t, out, "run's memory 12288 MiB peak")
 }

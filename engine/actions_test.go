@@ -177,6 +177,7 @@ func TestGPUAnomalyActsOnTheRunsOnThatGPU(t *testing.T) {
 	r := waitDone(t, e, hot.ID)
 	require.Equal(t, Failed, r.State)
 	require.Contains(t, r.Stages[0].Reason, "stopped by the sentinel: GPU "+hotGPU+" is at 86 °C")
+	require.Contains(t, r.Stages[0].Reason, "(A simulated GPU: pretend telemetry, not a measurement.)")
 	require.True(t, hasEvent(e, hot.ID, "action_stop"), "the run's record says why it was stopped")
 
 	other, err := e.Run(context.Background(), cool.ID)

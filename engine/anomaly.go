@@ -267,6 +267,9 @@ func (e *Engine) ObserveGPUs(ctx context.Context, snap gpumon.Snapshot) {
 	}
 	for _, g := range snap.GPUs {
 		for _, a := range e.sent.ObserveGPU(sentinelSample(snap.At, g)) {
+			if snap.Simulated {
+				a.Message += " (A simulated GPU: pretend telemetry, not a measurement.)"
+			}
 			e.recordAnomaly(ctx, a)
 			a := a
 			e.handOff(result{anomaly: &a})

@@ -306,3 +306,26 @@ func TestQueueStuckAtOnceWhenItCanNeverFit(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+// A loss thrown far back by a bad batch and climbing out again is making
+// progress, not sitting on a plateau, even while it has not yet beaten the
+// best it had before (a real recording, fault-spike-s1, showed this).
+func TestPlateauNotWhileRecoveringFromASetback(t *testing.T) {
+	s := sentinel.New(sentinel.Config{})
+	loss := func(i int) float64 {
+		switch {
+		case i < 110:
+			return 2 * math.Pow(1+float64(i)/10, -1)
+		default: // thrown back to 2 at step 110, then learning again
+			return 2 * math.Pow(1+float64(i-110)/15, -1)
+		}
+	}
+	for i := range 400 {
+		p := sentinel.Point{Run: "r", Stage: "train", Attempt: 1, Key: "loss", Step: int64(i), Value: loss(i)}
+		for _, a := range s.Observe(p) {
+			if a.Kind == sentinel.Plateau {
+				t.Fatalf("plateau at step %d while the loss recovers: %s", i, a.Message)
+			}
+		}
+	}
+}

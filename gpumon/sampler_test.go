@@ -281,11 +281,14 @@ func TestSamplerMarksSimulatedMinutes(t *testing.T) {
 	s.flush()
 	s.store(context.Background())
 	require.Len(t, got, 2)
+	byGPU := map[string]Minute{}
 	for _, m := range got {
 		assert.True(t, m.Simulated, m.GPU)
+		byGPU[m.GPU] = m
 	}
-	assert.Empty(t, got[0].Owners)
-	require.Len(t, got[1].Owners, 1)
-	assert.Equal(t, int64(16384), got[1].Owners[0].MemMaxMiB)
-	assert.Equal(t, "r1", got[1].Owners[0].RunID)
+	assert.Empty(t, byGPU[snap.GPUs[0].UUID].Owners)
+	held := byGPU[snap.GPUs[1].UUID]
+	require.Len(t, held.Owners, 1)
+	assert.Equal(t, int64(16384), held.Owners[0].MemMaxMiB)
+	assert.Equal(t, "r1", held.Owners[0].RunID)
 }

@@ -6,10 +6,21 @@ GO    ?= go
 BIN   := bin/niuma
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Fyne's cgo build (OpenGL and X11 headers), the demo's real PyTorch, and
-# poppler-utils (pdftotext, pdftoppm) with which the report tests read PDFs back.
+# Fyne's cgo build (OpenGL and X11 headers), the demo's real PyTorch,
+# poppler-utils (pdftotext, pdftoppm) with which the report tests read PDFs
+# back, and prometheus, the real server the metrics exporter is tested
+# against (the test starts its own on a free port; Debian's package also
+# enables a system service on :9090, which `systemctl disable --now
+# prometheus` turns off).
 APT_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
-	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn poppler-utils
+	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn poppler-utils prometheus
+
+# go-nvml's cgo declares every NVML function, deprecated ones too: without
+# this, the first build prints a screenful of -Wdeprecated-declarations
+# warnings that are not ours. Go's own defaults (-O2 -g) are kept; a
+# CGO_CFLAGS in the environment wins.
+CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+export CGO_CFLAGS
 
 .PHONY: deps build run test bench lint fuzz clean demo-image screenshots
 
@@ -72,16 +83,24 @@ clean:
 # minimal Debian rootfs (debootstrap) with the demo's PyTorch and
 # scikit-learn, imported with `docker import`. A few minutes and ~1.5 GB the
 # first time; a no-op once the image exists (`docker rmi` it to rebuild).
+# The image's Debian (or Ubuntu) comes from this machine's own apt archive
+# and suite (scripts/apt-source.sh reads /etc/apt/sources.list{,.d/*},
+# deb822 too), else Debian bookworm from deb.debian.org; DEMO_MIRROR and
+# DEMO_SUITE override both.
 DEMO_IMAGE ?= niuma/digits-mlp:1
-DEMO_SUITE ?= bookworm
-DEMO_MIRROR ?= http://deb.debian.org/debian
+APT_SOURCE = $(shell scripts/apt-source.sh 2>/dev/null)
+DEMO_MIRROR ?= $(or $(word 1,$(APT_SOURCE)),http://deb.debian.org/debian)
+DEMO_SUITE ?= $(or $(word 2,$(APT_SOURCE)),bookworm)
+# Ubuntu keeps python3-torch in universe.
+DEMO_COMPONENTS ?= $(if $(findstring /ubuntu,$(DEMO_MIRROR)),main$(COMMA)universe,main)
+COMMA := ,
 demo-image:
 	@command -v docker >/dev/null || { echo "make demo-image: docker is not installed"; exit 1; }
 	@if docker image inspect $(DEMO_IMAGE) >/dev/null 2>&1; then echo "make demo-image: $(DEMO_IMAGE) is present"; exit 0; fi; \
 	command -v debootstrap >/dev/null || { echo "make demo-image: installing debootstrap"; $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; }; \
 	root=$$(mktemp -d /tmp/niuma-demo-rootfs.XXXXXX); trap '$(SUDO) rm -rf "$$root"' EXIT; \
-	echo "make demo-image: debootstrap $(DEMO_SUITE) with python3-torch and python3-sklearn into $$root (a few minutes)"; \
-	$(SUDO) debootstrap --variant=minbase --include=python3,python3-torch,python3-sklearn $(DEMO_SUITE) "$$root" $(DEMO_MIRROR) && \
+	echo "make demo-image: debootstrap $(DEMO_SUITE) from $(DEMO_MIRROR) with python3-torch and python3-sklearn into $$root (a few minutes)"; \
+	$(SUDO) debootstrap --variant=minbase --components=$(DEMO_COMPONENTS) --include=python3,python3-torch,python3-sklearn $(DEMO_SUITE) "$$root" $(DEMO_MIRROR) && \
 	$(SUDO) rm -rf "$$root"/var/cache/apt/archives/*.deb "$$root"/var/lib/apt/lists/* && \
 	echo "make demo-image: importing as $(DEMO_IMAGE)" && \
 	$(SUDO) tar -C "$$root" -c . | docker import \

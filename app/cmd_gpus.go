@@ -30,7 +30,10 @@ func (c *cli) gpus(ctx context.Context, args []string) error {
 	if *interval <= 0 {
 		return exitError{code: 2, msg: "--interval must be positive, e.g. 2s"}
 	}
-	opened, err := gpumon.Open(ctx, gpumon.Config{Simulate: *simulate, Seed: *seed})
+	// Owners names the GPU processes of Niuma's stages by their run, from
+	// the stage contract's variables in their environment.
+	opened, err := gpumon.Open(ctx, gpumon.Config{Simulate: *simulate, Seed: *seed,
+		NVML: gpumon.NVMLOptions{Owners: gpumon.NewOwners(nil)}})
 	if err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -197,6 +198,7 @@ type reportSource interface {
 	LastMetrics(ctx context.Context, runID string) ([]engine.Point, error)
 	Series(ctx context.Context, runID, stage, key string) ([]engine.Point, error)
 	Anomalies(ctx context.Context, runID string) ([]engine.AnomalyInfo, error)
+	GPUUsage(ctx context.Context, runID string) ([]engine.GPUUsage, error)
 }
 
 // logTailLines is how much of a failed stage's log a report shows.
@@ -286,18 +288,21 @@ func reportRun(ctx context.Context, src reportSource, info engine.RunInfo) (repo
 		// Runs execute on the workstation that keeps their archive.
 		r.Provenance = append(r.Provenance, report.Item{Label: "Host", Value: h})
 	}
-	var gpus []string
-	for _, st := range info.Stages {
-		for _, a := range st.History {
-			for _, g := range a.GPUs {
-				if !hasString(gpus, g) {
-					gpus = append(gpus, g)
-				}
-			}
-		}
+	usage, err := src.GPUUsage(ctx, info.ID)
+	if err != nil {
+		return r, err
 	}
-	if len(gpus) > 0 {
-		r.Provenance = append(r.Provenance, report.Item{Label: "GPUs", Value: strings.Join(gpus, ", ")})
+	if len(usage) > 0 {
+		// Every GPU the attempts ran on, named from the GPU records: a
+		// simulated one says so here too.
+		gpus := make([]string, len(usage))
+		for i, u := range usage {
+			gpus[i] = gpuProvenance(u)
+		}
+		r.Provenance = append(r.Provenance, report.Item{Label: "GPUs", Value: strings.Join(gpus, "; ")})
+	}
+	for _, u := range usage {
+		r.GPUs = append(r.GPUs, reportGPU(u))
 	}
 
 	for _, st := range info.Stages {
@@ -348,13 +353,44 @@ func reportRun(ctx context.Context, src reportSource, info engine.RunInfo) (repo
 	return r, nil
 }
 
-func hasString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
+// gpuProvenance names a GPU an attempt ran on: "GPU-… (simulated NVIDIA
+// H100 80GB HBM3, index 0)", or the bare UUID when it was never sampled.
+func gpuProvenance(u engine.GPUUsage) string {
+	if u.Name == "" && !u.Simulated {
+		return u.UUID
 	}
-	return false
+	what := u.Name
+	if u.Simulated {
+		what = strings.TrimSpace("simulated " + what)
+	}
+	return fmt.Sprintf("%s (%s, index %d)", u.UUID, what, u.Index)
+}
+
+// reportGPU is the report's picture of one GPU's use by a run.
+func reportGPU(u engine.GPUUsage) report.GPUUsage {
+	g := report.GPUUsage{Index: u.Index, Model: u.Name, UUID: u.UUID, Simulated: u.Simulated, Stages: u.Stages,
+		From: u.From, To: u.To, MeanUtil: u.Util.Mean, PeakUtil: u.Util.Peak,
+		MeanMemMiB: u.RunMem.Mean, PeakMemMiB: u.RunMem.Peak, TotalMemMiB: float64(u.MemTotalMiB),
+		MeanTempC: u.Temp.Mean, PeakTempC: u.Temp.Peak, MeanPowerW: u.Power.Mean, PeakPowerW: u.Power.Peak,
+		PowerLimitW: u.PowerLimitW, Samples: u.Samples, ThrottledSamples: u.Throttled,
+		ThrottledMinutes: u.ThrottledMinutes, ThrottleReasons: u.ThrottleReasons}
+	if g.Model == "" {
+		g.Model = "unknown model"
+	}
+	for _, x := range u.XIDs {
+		g.XIDs = append(g.XIDs, report.XIDEvent{At: x.At, Code: x.Code})
+	}
+	for _, a := range u.Anomalies {
+		g.Events = append(g.Events, report.Anomaly{At: a.At, Stage: a.Stage, Kind: a.Kind, Message: a.Message, Action: "flagged"})
+	}
+	for _, m := range u.Minutes {
+		mem := math.NaN()
+		if m.RunMemMaxMiB > 0 {
+			mem = float64(m.RunMemMaxMiB)
+		}
+		g.Curve = append(g.Curve, report.GPUPoint{At: m.At, UtilPct: m.UtilMean, MemMiB: mem, TempC: m.TempMean, Power: m.PowerMean})
+	}
+	return g
 }
 
 // tailLines returns the last n lines of a file, reading at most its last

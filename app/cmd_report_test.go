@@ -119,3 +119,44 @@ func TestReportAnomaliesPairActions(t *testing.T) {
 	require.Equal(t, "loss is diverging. Fix: lower lr", got[1].Message)
 	require.Equal(t, "retrying after divergence with lr: 1 → 0.1", got[1].Action)
 }
+
+// A run on simulated GPUs: the report has a GPU section with curves, drawn
+// from the records the sampler stored, and says "simulated" in the section,
+// the curves and the provenance.
+func TestReportOfARunOnSimulatedGPUs(t *testing.T) {
+	tempHome(t)
+	t.Setenv("NIUMA_SIMULATE_GPUS", "2xA100-80GB")
+	tmpl := writeTemplate(t, `name: gpu-curves
+stages:
+  - name: train
+    gpus: 1
+    gpu_memory: 12GiB
+    command: [sh, -c, 'for i in 1 2 3; do echo "{\"step\": $i, \"loss\": 0.$((9-i))}"; sleep 0.5; done']
+`)
+	code, out, errOut := niuma(t, "run", tmpl, "--wait")
+	require.Equal(t, 0, code, errOut)
+	id := runID(t, out)
+
+	p := filepath.Join(t.TempDir(), "r.html")
+	code, _, errOut = niuma(t, "report", id, "-o", p)
+	require.Equal(t, 0, code, errOut)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := string(b)
+	require.Contains(t, s, "GPU usage")
+	require.Contains(t, s, "pretend telemetry", "the section says the GPUs are simulated")
+	require.Contains(t, s, "GPU 0 (simulated)")
+	require.Contains(t, s, "(simulated NVIDIA A100-SXM4-80GB, index 0)", "the provenance names the attempt's GPU as simulated")
+	require.Contains(t, s, "12288 MiB of 81920", "the run's memory: what it was given")
+	require.Contains(t, s, "GPU utilisation (simulated)", "the curves are labelled too")
+	require.NotContains(t, s, "No GPU record covers")
+
+	code, out, errOut = niuma(t, "report", id, "--format", "json", "-o", "-")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"simulated":true`)
+
+	code, out, errOut = niuma(t, "show", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "GPU 0  NVIDIA A100-SXM4-80GB (simulated)  GPU-")
+	require.Contains(t, out, "run's memory 12288 MiB peak")
+}

@@ -207,6 +207,9 @@ func (c *cli) waitRun(ctx context.Context, eng *engine.Engine, id string) (engin
 				lastMetrics[ev.Stage] = time.Now()
 				fmt.Fprintln(c.out, fitWidth(fmt.Sprintf("  %-12s %s", ev.Stage, printable.String(formatPoints(ev.Points))), termWidth(c.out)))
 			}
+			if ok && ev.Kind == engine.Notified && eng.Owner() {
+				announce(c.err, ev)
+			}
 		case <-tick.C:
 		}
 	}
@@ -285,6 +288,8 @@ func spawnEngine(home string) (int, error) {
 func (c *cli) engineCmd(ctx context.Context, args []string) error {
 	fs := c.flags("engine")
 	untilIdle := fs.Bool("until-idle", false, "exit once no run is queued or running")
+	metricsAddr := fs.String("metrics-addr", os.Getenv(envMetricsAddr),
+		"serve Prometheus metrics on this address, e.g. 127.0.0.1:9464 (default $"+envMetricsAddr+"; off when empty)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitError{code: 2}
 	}
@@ -305,6 +310,16 @@ func (c *cli) engineCmd(ctx context.Context, args []string) error {
 		return nil
 	}
 	fmt.Fprintf(c.err, "niuma engine: driving runs in %s (pid %d)\n", s.home, os.Getpid())
+	if *metricsAddr != "" {
+		srv, err := s.serveMetrics(ectx, *metricsAddr)
+		if err != nil {
+			stop()
+			<-done
+			return err
+		}
+		fmt.Fprintf(c.err, "niuma engine: Prometheus metrics on http://%s/metrics\n", srv)
+	}
+	go announceAll(ectx, s.engine, c.err)
 	if !*untilIdle {
 		<-done
 		return nil

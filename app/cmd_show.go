@@ -144,6 +144,7 @@ type showJSON struct {
 	engine.RunInfo
 	Metrics   []metricJSON         `json:"metrics"`
 	Anomalies []engine.AnomalyInfo `json:"anomalies"`
+	GPUs      []engine.GPUUsage    `json:"gpus"`
 }
 
 type metricJSON struct {
@@ -201,11 +202,18 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	gpus, err := s.engine.GPUUsage(ctx, r.ID)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		if ms == nil {
 			ms = []metricJSON{}
 		}
-		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies})
+		if gpus == nil {
+			gpus = []engine.GPUUsage{}
+		}
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus})
 	}
 	now := time.Now()
 	p := printable.String // what the run's template and workload wrote
@@ -265,6 +273,12 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		}
 	} else if started(r) && r.State != engine.Cancelled {
 		fmt.Fprintln(c.out, "\nno metrics captured: print JSON lines ({\"step\": 1, \"loss\": 0.5}), write TensorBoard or CSV logs, or name a preset or pattern under the stage's metrics: (see the stage contract in the README)")
+	}
+	if len(gpus) > 0 {
+		fmt.Fprintln(c.out, "\nGPUS (from the per-minute GPU records)")
+		for _, g := range gpus {
+			fmt.Fprintf(c.out, "  %s\n", gpuLine(g))
+		}
 	}
 	if len(anomalies) > 0 {
 		fmt.Fprintln(c.out, "\nANOMALIES")
@@ -544,4 +558,35 @@ func (c *cli) dismiss(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.out, "dismissed anomaly #%d\n", n)
 	return nil
+}
+
+// gpuLine is one GPU of a run for `niuma show`: what it is (simulated or
+// not) and how the run used it; what the GPU did not report is left out.
+func gpuLine(g engine.GPUUsage) string {
+	name := g.Name
+	if g.Simulated {
+		name += " (simulated)"
+	}
+	parts := []string{fmt.Sprintf("GPU %d", g.Index), strings.TrimSpace(name), g.UUID}
+	if g.Samples == 0 {
+		return strings.Join(append(parts, "no record of the run's time yet"), "  ")
+	}
+	mp := func(label string, st engine.Stat, format string) {
+		if !math.IsNaN(st.Mean) || !math.IsNaN(st.Peak) {
+			parts = append(parts, fmt.Sprintf("%s "+format+" mean / "+format+" peak", label, st.Mean, st.Peak))
+		}
+	}
+	mp("util", g.Util, "%.0f%%")
+	if !math.IsNaN(g.RunMem.Peak) {
+		parts = append(parts, fmt.Sprintf("run's memory %.0f MiB peak", g.RunMem.Peak))
+	}
+	mp("temp", g.Temp, "%.0f °C")
+	mp("power", g.Power, "%.0f W")
+	if g.Throttled > 0 {
+		parts = append(parts, fmt.Sprintf("throttled %d/%d readings (%s)", g.Throttled, g.Samples, strings.Join(g.ThrottleReasons, ", ")))
+	}
+	for _, x := range g.XIDs {
+		parts = append(parts, fmt.Sprintf("XID %d at %s", x.Code, x.At.Local().Format(time.TimeOnly)))
+	}
+	return strings.Join(parts, "  ")
 }

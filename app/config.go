@@ -127,13 +127,7 @@ func open(logOut io.Writer) (*stack, error) {
 			_, err := db.DeleteGPUSamplesBefore(ctx, before)
 			return err
 		},
-		Store: func(ctx context.Context, ms []gpumon.Minute) error {
-			out := make([]storage.GPUSample, len(ms))
-			for i, m := range ms {
-				out[i] = storage.GPUSample(m)
-			}
-			return db.AddGPUSamples(ctx, out)
-		},
+		Store:  func(ctx context.Context, ms []gpumon.Minute) error { return engine.RecordGPUMinutes(ctx, db, ms) },
 		Logger: logger,
 	})
 	eng, err = engine.New(engine.Options{

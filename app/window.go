@@ -1,8 +1,12 @@
+//go:build !nowindow
+
 package app
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
@@ -58,6 +62,14 @@ func runWindow(stderr io.Writer) int {
 		}
 	}
 	done := s.drive(ctx)
+	if addr := os.Getenv(envMetricsAddr); addr != "" {
+		// Prometheus metrics from the window too: $NIUMA_METRICS_ADDR.
+		if at, err := s.serveMetrics(ctx, addr); err != nil {
+			fmt.Fprintln(stderr, "niuma:", err)
+		} else {
+			fmt.Fprintf(stderr, "niuma: Prometheus metrics on http://%s/metrics\n", at)
+		}
+	}
 	shell.Start(ctx)
 	go view.Reload(ctx)
 	w.SetOnClosed(func() {

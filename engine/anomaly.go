@@ -12,6 +12,7 @@ import (
 	"niuma/engine/template"
 	"niuma/gpumon"
 	"niuma/sentinel"
+	"niuma/shepherd"
 	"niuma/storage"
 )
 
@@ -94,12 +95,70 @@ func (e *Engine) tickSentinel(ctx context.Context) {
 	}
 	for _, a := range e.sent.Tick(now) {
 		e.recordAnomaly(ctx, a)
+		e.onAnomaly(ctx, a)
+	}
+}
+
+// onAnomaly applies the templates' answers to an anomaly, on the loop's
+// goroutine: to the attempt it is about (a run's own anomaly), or to the
+// running attempts on the GPU it is about — the run it names (a leak, an
+// idle GPU), else every run there (overheating, a stall, XID/ECC errors).
+// Each run is judged by its own template.
+func (e *Engine) onAnomaly(ctx context.Context, a sentinel.Anomaly) {
+	switch a.Kind.Scope() {
+	case sentinel.ScopeRun:
 		if lr := e.runs[a.Run]; lr != nil {
 			if ls := lr.stage(a.Stage); ls != nil && ls.st.State == storage.StageRunning && ls.st.Attempts == a.Attempt {
 				e.act(ctx, lr, ls, a)
 			}
 		}
+	case sentinel.ScopeGPU:
+		if a.GPU == "" {
+			return
+		}
+		for _, lr := range sortRuns(e.runs) {
+			if a.Run != "" && lr.run.ID != a.Run {
+				continue
+			}
+			for _, ls := range lr.stages {
+				if ls.st.State != storage.StageRunning || !holds(ls, a.GPU) {
+					continue
+				}
+				b := a
+				b.Run, b.Stage, b.Attempt = lr.run.ID, ls.st.Name, ls.st.Attempts
+				e.act(ctx, lr, ls, b)
+			}
+		}
 	}
+}
+
+func holds(ls *liveStage, uuid string) bool {
+	for _, g := range ls.gpus {
+		if g.UUID == uuid {
+			return true
+		}
+	}
+	return false
+}
+
+// handOff gives the loop a result from a goroutine that must not block on
+// it (the GPU sampler's): at once when the loop has room, else from a
+// goroutine that gives up after a minute (the loop has stopped).
+func (e *Engine) handOff(r result) {
+	select {
+	case e.results <- r:
+		return
+	default:
+	}
+	go func() {
+		t := time.NewTimer(time.Minute)
+		defer t.Stop()
+		select {
+		case e.results <- r:
+		case <-t.C:
+			e.log.Warn("the engine loop did not take an anomaly; its action was not applied", "run", r.runID)
+		}
+	}()
 }
 
 // recordAnomaly stores an anomaly as an event and tells subscribers.
@@ -113,19 +172,23 @@ func (e *Engine) recordAnomaly(ctx context.Context, a sentinel.Anomaly) {
 }
 
 // act applies the template's answer to an anomaly of a running attempt:
-// flag (nothing more), stop the run, or retry the attempt with changed
-// parameters. The attempt is stopped now; finish does the rest.
+// flag (nothing more), notify the user, stop the run, or retry the attempt
+// (with changed parameters when the answer sets any). The attempt is
+// stopped now; finish does the rest.
 func (e *Engine) act(ctx context.Context, lr *liveRun, ls *liveStage, a sentinel.Anomaly) {
 	if ls.st.State != storage.StageRunning || ls.sentinelStop != "" || ls.sentinelRetry != nil {
 		return
 	}
 	d := lr.tmpl.Sentinel.Decide(a, ls.st.Attempts, map[string]any(lr.values))
 	switch d.Do {
+	case sentinel.Notify:
+		e.notify(ctx, lr, ls, a)
 	case sentinel.Stop:
 		ls.sentinelStop = "stopped by the sentinel: " + a.Message
 		if d.Why != "" {
 			ls.sentinelStop += " (" + d.Why + ")"
 		}
+		e.recordNote(ctx, lr, ls, "stop", fmt.Sprintf("stopped the run after %s: %s", a.Kind, strings.TrimPrefix(ls.sentinelStop, "stopped by the sentinel: ")))
 		e.stopAttempt(ls) // a no-op until the attempt reports its handle; handle stops it then
 	case sentinel.Retry:
 		values, err := lr.tmpl.Normalize(template.Values(d.Params))
@@ -137,11 +200,42 @@ func (e *Engine) act(ctx context.Context, lr *liveRun, ls *liveStage, a sentinel
 			e.recordNote(ctx, lr, ls, "retry_refused", "the sentinel's retry was not made: "+err.Error())
 			return
 		}
+		what := strings.Join(d.Changes, ", ")
+		if what == "" {
+			what = "the same parameters"
+		}
 		ls.sentinelRetry = values
-		ls.sentinelNote = fmt.Sprintf("retrying after %s with %s", a.Kind, strings.Join(d.Changes, ", "))
+		ls.sentinelNote = fmt.Sprintf("retrying after %s with %s", a.Kind, what)
 		e.recordNote(ctx, lr, ls, "retry", ls.sentinelNote)
 		e.stopAttempt(ls) // a no-op until the attempt reports its handle; handle stops it then
 	}
+}
+
+// actQueued applies the template's answer to an anomaly of a stage waiting
+// in the queue (it has no attempt to retry): flag, notify, or stop the run,
+// which fails the stage with the anomaly as its reason.
+func (e *Engine) actQueued(ctx context.Context, lr *liveRun, ls *liveStage, a sentinel.Anomaly) {
+	if ls.st.State != storage.StageQueued {
+		return
+	}
+	switch lr.tmpl.Sentinel.Decide(a, ls.st.Attempts, map[string]any(lr.values)).Do {
+	case sentinel.Notify:
+		e.notify(ctx, lr, ls, a)
+	case sentinel.Stop:
+		e.recordNote(ctx, lr, ls, "stop", fmt.Sprintf("stopped the run after %s, while it waited in the queue", a.Kind))
+		ls.st.State, ls.st.FinishedAt = storage.StageFailed, time.Now()
+		ls.st.Reason = "stopped by the sentinel: " + a.Message
+		e.saveStage(ctx, lr, ls)
+	}
+}
+
+// notify records that the user was told about an anomaly and tells every
+// subscriber that delivers notifications (the window; a headless engine
+// prints a line and asks the desktop to show it).
+func (e *Engine) notify(ctx context.Context, lr *liveRun, ls *liveStage, a sentinel.Anomaly) {
+	msg := fmt.Sprintf("%s in run %s, stage %s: %s", a.Kind, lr.run.ID, ls.st.Name, a.Message)
+	e.recordNote(ctx, lr, ls, "notify", "notified: "+msg)
+	e.events.Publish(Event{Kind: Notified, RunID: lr.run.ID, Stage: ls.st.Name, Reason: msg, At: a.At})
 }
 
 // recordNote stores what the engine did about an anomaly, for the record.
@@ -172,16 +266,23 @@ func (e *Engine) setValues(ctx context.Context, lr *liveRun, v template.Values) 
 }
 
 // ObserveGPUs feeds one GPU snapshot to the sentinel (overheating, memory
-// leaks, data-pipeline stalls, idle GPUs held by a run, XID/ECC errors).
-// Only the owner of the data directory records what it finds, so two
-// processes sampling the same GPUs never report the same trouble twice.
+// leaks, data-pipeline stalls, idle GPUs held by a run, XID/ECC errors) and
+// hands what it finds to the loop, which applies the templates' answers to
+// the runs on that GPU. Only the owner of the data directory records what
+// it finds, so two processes sampling the same GPUs never report the same
+// trouble twice.
 func (e *Engine) ObserveGPUs(ctx context.Context, snap gpumon.Snapshot) {
 	if !e.Owner() {
 		return
 	}
 	for _, g := range snap.GPUs {
 		for _, a := range e.sent.ObserveGPU(sentinelSample(snap.At, g)) {
+			if snap.Simulated {
+				a.Message += " (A simulated GPU: pretend telemetry, not a measurement.)"
+			}
 			e.recordAnomaly(ctx, a)
+			a := a
+			e.handOff(result{anomaly: &a})
 		}
 	}
 }
@@ -219,21 +320,23 @@ func sentinelSample(at time.Time, g gpumon.GPU) sentinel.GPUSample {
 	return s
 }
 
-// observeQueue tells the sentinel how long a stage has waited and why, so
-// that a run stuck in the queue is flagged with the shepherd's reason.
-func (e *Engine) observeQueue(ctx context.Context, lr *liveRun, ls *liveStage, now time.Time) {
-	since := lr.run.CreatedAt
-	if !ls.attempt.FinishedAt.IsZero() {
-		since = ls.attempt.FinishedAt
-	}
+// observeQueue tells the sentinel how long a stage has waited, why (the
+// shepherd's decision: its words, code, the largest free memory and the
+// runs ahead), so that a run stuck in the queue is flagged, and applies the
+// template's answer to it. It runs on the loop's goroutine.
+func (e *Engine) observeQueue(ctx context.Context, lr *liveRun, ls *liveStage, d shepherd.Decision, now time.Time) {
+	var needsEnd []time.Time
 	for _, n := range ls.st.Needs {
-		if dep := lr.stage(n); dep != nil && dep.st.FinishedAt.After(since) {
-			since = dep.st.FinishedAt
+		if dep := lr.stage(n); dep != nil {
+			needsEnd = append(needsEnd, dep.st.FinishedAt)
 		}
 	}
-	q := sentinel.QueueObservation{Run: lr.run.ID, Stage: ls.st.Name, WaitingSince: since, Reason: ls.st.Reason,
-		NeedMiB: float64(ls.st.GPUMemoryMiB)}
+	since := waitStart(lr.run.CreatedAt, ls.attempt.FinishedAt, needsEnd...)
+	e.waits.note(stageKey(lr, ls), string(d.Code), since)
+	q := sentinel.QueueObservation{Run: lr.run.ID, Stage: ls.st.Name, WaitingSince: since, Reason: d.Wait,
+		Code: string(d.Code), NeedMiB: float64(ls.st.GPUMemoryMiB), LargestFreeMiB: float64(d.LargestFreeMiB), Ahead: d.Ahead}
 	for _, a := range e.sent.ObserveQueue(q, now) {
 		e.recordAnomaly(ctx, a)
+		e.actQueued(ctx, lr, ls, a)
 	}
 }

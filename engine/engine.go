@@ -61,7 +61,8 @@ type Engine struct {
 	writer  *metrics.Writer
 	wg      sync.WaitGroup // attempt goroutines
 
-	sent *sentinel.Sentinel
+	sent  *sentinel.Sentinel
+	waits waitBook // the shepherd's wait codes, for Queue
 
 	// Owned by the loop goroutine.
 	runs    map[string]*liveRun

@@ -15,6 +15,9 @@ const (
 	StageChanged  EventKind = "stage_changed" // a stage's state or reason changed
 	Metrics       EventKind = "metrics"       // a stage reported metric points
 	AnomalyRaised EventKind = "anomaly"       // the sentinel saw trouble, or the engine acted on it
+	// Notified: a template's sentinel answer is notify: tell the user now,
+	// even with no window open (Reason says what happened).
+	Notified EventKind = "notified"
 )
 
 // Event is one thing that happened, for live views. Subscribers that fall

@@ -350,7 +350,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 					ls.st.Reason = d.Wait
 					e.saveStage(ctx, lr, ls)
 				}
-				e.observeQueue(ctx, lr, ls, now)
+				e.observeQueue(ctx, lr, ls, d, now)
 				continue
 			}
 			gpus := make([]executor.GPU, len(d.GPUs))
@@ -574,6 +574,10 @@ func stdoutDir(p string) string { return p[:strings.LastIndexByte(p, '/')] }
 
 // handle applies what an attempt goroutine reported.
 func (e *Engine) handle(ctx context.Context, r result) {
+	if r.anomaly != nil {
+		e.onAnomaly(ctx, *r.anomaly)
+		return
+	}
 	lr := e.runs[r.runID]
 	if lr == nil {
 		return
@@ -584,10 +588,6 @@ func (e *Engine) handle(ctx context.Context, r result) {
 	}
 	if r.requeue != nil {
 		e.requeue(ctx, lr, ls, r.requeue)
-		return
-	}
-	if r.anomaly != nil {
-		e.act(ctx, lr, ls, *r.anomaly)
 		return
 	}
 	if r.waiting != nil {

@@ -29,9 +29,10 @@ type ContainerLabeler interface {
 }
 
 // Owners maps GPU processes to runs: a local stage's processes through their
-// process group (the engine tells Owners which group belongs to which
-// attempt), a container's processes through /proc/PID/cgroup and the
-// container's niuma.* labels. The zero value is not usable: use NewOwners.
+// process group (when told which group belongs to which attempt), a
+// container's processes through /proc/PID/cgroup and the container's
+// niuma.* labels, and any stage's process through the NIUMA_* variables of
+// the stage contract in its environment. The zero value is not usable: use NewOwners.
 type Owners struct {
 	proc   string // the proc filesystem; "/proc" outside tests
 	labels ContainerLabeler
@@ -82,7 +83,7 @@ func (r *Owners) Owner(ctx context.Context, pid int) (Owner, bool) {
 	}
 	id := r.containerID(pid)
 	if id == "" || r.labels == nil {
-		return Owner{}, false
+		return r.fromEnviron(pid)
 	}
 	r.mu.Lock()
 	o, cached := r.containers[id]
@@ -98,9 +99,34 @@ func (r *Owners) Owner(ctx context.Context, pid int) (Owner, bool) {
 		r.mu.Unlock()
 	}
 	if o == nil {
-		return Owner{}, false
+		return r.fromEnviron(pid)
 	}
 	return *o, true
+}
+
+// fromEnviron reads the stage contract's NIUMA_RUN_ID, NIUMA_STAGE and
+// NIUMA_ATTEMPT from /proc/PID/environ: every process a stage starts
+// inherits them, so any process (this one or another, such as `niuma gpus`)
+// can name a stage's GPU processes without being told their group. Only
+// the user's own processes (and root's view) can be read this way.
+func (r *Owners) fromEnviron(pid int) (Owner, bool) {
+	b, err := os.ReadFile(filepath.Join(r.proc, strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return Owner{}, false
+	}
+	var o Owner
+	for _, kv := range strings.Split(string(b), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "NIUMA_RUN_ID":
+			o.RunID = v
+		case "NIUMA_STAGE":
+			o.Stage = v
+		case "NIUMA_ATTEMPT":
+			o.Attempt, _ = strconv.Atoi(v)
+		}
+	}
+	return o, o.RunID != ""
 }
 
 // ForgetContainer drops a cached container, for when it has been removed.

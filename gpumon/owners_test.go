@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -71,6 +72,9 @@ func TestOwnersResolveGroupsAndContainers(t *testing.T) {
 		cid:   {LabelRun: "r2", LabelStage: "eval", LabelAttempt: "2"},
 		other: {"com.example": "x"},
 	}}
+	fakeProc(t, root, 500, 500, "0::/user.slice/session-1.scope\n") // a local stage nobody told Owners of
+	require.NoError(t, os.WriteFile(filepath.Join(root, "500", "environ"),
+		[]byte("PATH=/usr/bin\x00NIUMA_RUN_ID=r3\x00NIUMA_STAGE=train\x00NIUMA_ATTEMPT=4\x00HOME=/root\x00"), 0o644))
 	r := newOwners(root, lab)
 	r.TrackGroup(100, Owner{RunID: "r1", Stage: "train", Attempt: 1})
 	ctx := context.Background()
@@ -85,6 +89,7 @@ func TestOwnersResolveGroupsAndContainers(t *testing.T) {
 		{"labelled container", 200, &Owner{RunID: "r2", Stage: "eval", Attempt: 2}},
 		{"unlabelled container", 300, nil},
 		{"untracked host process", 400, nil},
+		{"a stage's process, by its environment", 500, &Owner{RunID: "r3", Stage: "train", Attempt: 4}},
 		{"process already gone", 999, nil},
 	}
 	for _, tt := range tests {
@@ -128,4 +133,19 @@ func BenchmarkOwnersResolve(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A real process started with the stage contract's variables is named by
+// its run through the real /proc, as `niuma gpus` names a stage's GPU
+// processes.
+func TestOwnersReadARealStagesEnvironment(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), "NIUMA_RUN_ID=20261129-120000-abcdef", "NIUMA_STAGE=train", "NIUMA_ATTEMPT=2")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	o, ok := NewOwners(nil).Owner(context.Background(), cmd.Process.Pid)
+	require.True(t, ok)
+	assert.Equal(t, Owner{RunID: "20261129-120000-abcdef", Stage: "train", Attempt: 2}, o)
+	_, ok = NewOwners(nil).Owner(context.Background(), os.Getpid())
+	assert.False(t, ok, "a process outside any stage has no owner")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"sort"
 	"sync"
 	"time"
 )
@@ -19,15 +20,43 @@ type Point struct {
 }
 
 // Minute is one minute of one GPU, downsampled for storage. A float field
-// the GPU never reported during the minute is NaN. It mirrors
-// storage.GPUSample field for field, so the app converts it in one line.
+// the GPU never reported during the minute is NaN. Simulated marks pretend
+// telemetry (a simulated source), so that no stored record can pass for a
+// measurement; the app stores it as storage.GPUSample (and the GPU's
+// identity, Index to PowerLimitW, in the inventory of GPUs ever seen).
 type Minute struct {
-	GPU                                 string // UUID
-	Minute                              time.Time
+	GPU       string // UUID
+	Minute    time.Time
+	Simulated bool
+	Samples   int // readings the minute is made of
+
+	Index       int
+	Name        string
+	MemTotalMiB int64
+	PowerLimitW float64 // NaN when not reported
+
 	UtilMin, UtilMean, UtilMax          float64
 	MemUsedMin, MemUsedMean, MemUsedMax int64
-	TempMax                             float64
-	PowerMean                           float64
+	TempMean, TempMax                   float64
+	PowerMean, PowerMax                 float64
+	// Throttled counts the readings whose clocks a limit held down (thermal,
+	// power, a hardware slowdown; idleness is no limit), and
+	// ThrottleReasons names those limits, sorted.
+	Throttled       int
+	ThrottleReasons []string
+	// XIDs are the XID errors reported during the minute, oldest first.
+	XIDs []uint64
+	// Owners is the memory each run's stage held on the GPU during the
+	// minute, by run then stage.
+	Owners []OwnerMinute
+}
+
+// OwnerMinute is the GPU memory one stage of one run held during a minute:
+// the mean over the readings in which it held any, and the peak.
+type OwnerMinute struct {
+	Owner
+	Samples               int
+	MemMeanMiB, MemMaxMiB int64
 }
 
 // SamplerOptions tunes a Sampler. The zero value samples at 1 Hz, keeps an
@@ -142,7 +171,7 @@ func (s *Sampler) Sample(ctx context.Context) (Snapshot, error) {
 			a = newMinuteAgg()
 			s.agg[g.UUID] = a
 		}
-		a.add(p)
+		a.add(p, g, snap.Simulated)
 	}
 	if s.opts.OnSample != nil {
 		s.opts.OnSample(snap)
@@ -276,10 +305,21 @@ func (r *ring) points() []Point {
 // left out of their field's statistics.
 type minuteAgg struct {
 	n                      int
+	last                   GPU // the identity of the GPU (name, index, memory) as last seen
+	simulated              bool
 	util                   stat
 	memMin, memMax, memSum int64
-	tempMax                float64
+	temp                   stat
 	power                  stat
+	throttled              int
+	reasons                map[string]bool
+	xids                   []uint64
+	owners                 map[Owner]*ownerAgg
+}
+
+type ownerAgg struct {
+	n        int
+	sum, max int64
 }
 
 type stat struct {
@@ -323,9 +363,20 @@ func (s stat) hi() float64 {
 	return s.max
 }
 
-func newMinuteAgg() *minuteAgg { return &minuteAgg{tempMax: math.NaN()} }
+func newMinuteAgg() *minuteAgg {
+	return &minuteAgg{reasons: map[string]bool{}, owners: map[Owner]*ownerAgg{}}
+}
 
-func (a *minuteAgg) add(p Point) {
+// notLimits are the clock event reasons that hold no work back: an idle
+// GPU, clocks set on purpose, boost kept in step across GPUs.
+var notLimits = map[string]bool{"gpu_idle": true, "applications_clocks_setting": true,
+	"display_clock_setting": true, "sync_boost": true}
+
+// IsLimit reports whether a clock event reason (GPU.ThrottleReasons) is a
+// limit holding work back: a thermal or power limit, a hardware slowdown.
+func IsLimit(reason string) bool { return !notLimits[reason] }
+
+func (a *minuteAgg) add(p Point, g GPU, simulated bool) {
 	if a.n == 0 || p.MemUsedMiB < a.memMin {
 		a.memMin = p.MemUsedMiB
 	}
@@ -334,16 +385,61 @@ func (a *minuteAgg) add(p Point) {
 	}
 	a.memSum += p.MemUsedMiB
 	a.n++
+	a.last, a.simulated = g, a.simulated || simulated
 	a.util.add(p.Util)
 	a.power.add(p.PowerW)
-	if t := float64(p.TempC); !math.IsNaN(t) && (math.IsNaN(a.tempMax) || t > a.tempMax) {
-		a.tempMax = t
+	a.temp.add(p.TempC)
+	held := false
+	for _, r := range g.ThrottleReasons {
+		if IsLimit(r) {
+			a.reasons[r], held = true, true
+		}
+	}
+	if held {
+		a.throttled++
+	}
+	a.xids = append(a.xids, g.XIDs...)
+	here := map[Owner]int64{}
+	for _, pr := range g.Processes {
+		if pr.Owner != nil && pr.Owner.RunID != "" {
+			here[Owner{RunID: pr.Owner.RunID, Stage: pr.Owner.Stage}] += pr.MemMiB
+		}
+	}
+	for o, mib := range here {
+		oa := a.owners[o]
+		if oa == nil {
+			oa = &ownerAgg{}
+			a.owners[o] = oa
+		}
+		oa.n++
+		oa.sum += mib
+		oa.max = max(oa.max, mib)
 	}
 }
 
 func (a *minuteAgg) minute(uuid string, m time.Time) Minute {
-	return Minute{GPU: uuid, Minute: m,
+	out := Minute{GPU: uuid, Minute: m, Simulated: a.simulated, Samples: a.n,
+		Index: a.last.Index, Name: a.last.Name, MemTotalMiB: a.last.MemTotalMiB, PowerLimitW: math.NaN(),
 		UtilMin: a.util.lo(), UtilMean: a.util.mean(), UtilMax: a.util.hi(),
 		MemUsedMin: a.memMin, MemUsedMean: a.memSum / int64(a.n), MemUsedMax: a.memMax,
-		TempMax: a.tempMax, PowerMean: a.power.mean()}
+		TempMean: a.temp.mean(), TempMax: a.temp.hi(), PowerMean: a.power.mean(), PowerMax: a.power.hi(),
+		Throttled: a.throttled, XIDs: a.xids}
+	if a.last.PowerLimitW != nil {
+		out.PowerLimitW = *a.last.PowerLimitW
+	}
+	for r := range a.reasons {
+		out.ThrottleReasons = append(out.ThrottleReasons, r)
+	}
+	sort.Strings(out.ThrottleReasons)
+	for o, oa := range a.owners {
+		out.Owners = append(out.Owners, OwnerMinute{Owner: o, Samples: oa.n, MemMeanMiB: oa.sum / int64(oa.n), MemMaxMiB: oa.max})
+	}
+	sort.Slice(out.Owners, func(i, j int) bool {
+		x, y := out.Owners[i], out.Owners[j]
+		if x.RunID != y.RunID {
+			return x.RunID < y.RunID
+		}
+		return x.Stage < y.Stage
+	})
+	return out
 }

@@ -59,10 +59,13 @@ func TestSamplerAggregatesMinutes(t *testing.T) {
 	require.Len(t, stored, 1)
 	require.Len(t, stored[0], 1)
 	// util: min 20, mean (20+80)/2 = 50, max 80; memory mean (1000+4000+1000)/3 = 2000
-	assert.Equal(t, Minute{GPU: "GPU-a", Minute: t0,
+	got := stored[0][0]
+	assert.True(t, math.IsNaN(got.PowerLimitW))
+	got.PowerLimitW = 0
+	assert.Equal(t, Minute{GPU: "GPU-a", Minute: t0, Samples: 3,
 		UtilMin: 20, UtilMean: 50, UtilMax: 80,
 		MemUsedMin: 1000, MemUsedMean: 2000, MemUsedMax: 4000,
-		TempMax: 70, PowerMean: 200}, stored[0][0])
+		TempMean: 60, TempMax: 70, PowerMean: 200, PowerMax: 300}, got)
 
 	s.flush() // shutdown stores the unfinished minute too
 	s.store(ctx)
@@ -207,4 +210,85 @@ func TestSamplerPrunesHourly(t *testing.T) {
 	}
 	assert.Equal(t, []time.Time{t0.Add(-24 * time.Hour), t0.Add(time.Hour - 24*time.Hour)}, cutoffs,
 		"at start, then not before an hour has passed")
+}
+
+// A minute keeps what a report needs: the simulated mark of its source,
+// the GPU's identity, how many readings were throttled by a limit (not by
+// idleness) and why, the XIDs, and each run's memory.
+func TestSamplerMinuteRecord(t *testing.T) {
+	owner := func(run, stage string) *Owner { return &Owner{RunID: run, Stage: stage} }
+	gpu := func(mem1, mem2 int64, reasons []string, xids []uint64) GPU {
+		g := GPU{UUID: "GPU-s", Index: 3, Name: "NVIDIA H100 80GB HBM3", MemTotalMiB: 81559, MemUsedMiB: mem1 + mem2,
+			UtilPercent: ptr(90.0), TempC: ptr(80.0), PowerW: ptr(600.0), PowerLimitW: ptr(700.0),
+			ThrottleReasons: reasons, XIDs: xids,
+			Processes: []Process{{PID: 10, MemMiB: mem1, Owner: owner("r1", "train")}, {PID: 11, MemMiB: 7}}}
+		if mem2 > 0 {
+			g.Processes = append(g.Processes, Process{PID: 12, MemMiB: mem2, Owner: owner("r2", "eval")},
+				Process{PID: 13, MemMiB: mem2, Owner: owner("r2", "eval")})
+		}
+		return g
+	}
+	snaps := []Snapshot{
+		{Source: SourceSimulated, Simulated: true, At: t0, GPUs: []GPU{gpu(1000, 0, []string{"gpu_idle"}, nil)}},
+		{Source: SourceSimulated, Simulated: true, At: t0.Add(10 * time.Second),
+			GPUs: []GPU{gpu(3000, 100, []string{"sw_thermal_slowdown", "sw_power_cap"}, []uint64{13})}},
+		{Source: SourceSimulated, Simulated: true, At: t0.Add(20 * time.Second),
+			GPUs: []GPU{gpu(2000, 300, []string{"sw_power_cap"}, []uint64{31, 79})}},
+	}
+	var got []Minute
+	s := NewSampler(&scripted{snaps: snaps}, SamplerOptions{Store: func(_ context.Context, m []Minute) error { got = m; return nil }})
+	for range snaps {
+		_, err := s.Sample(context.Background())
+		require.NoError(t, err)
+	}
+	s.flush()
+	s.store(context.Background())
+	require.Len(t, got, 1)
+	m := got[0]
+	assert.True(t, m.Simulated)
+	assert.Equal(t, 3, m.Samples)
+	assert.Equal(t, 3, m.Index)
+	assert.Equal(t, "NVIDIA H100 80GB HBM3", m.Name)
+	assert.Equal(t, int64(81559), m.MemTotalMiB)
+	assert.Equal(t, 700.0, m.PowerLimitW)
+	assert.Equal(t, 2, m.Throttled, "the idle reading is not throttled")
+	assert.Equal(t, []string{"sw_power_cap", "sw_thermal_slowdown"}, m.ThrottleReasons)
+	assert.Equal(t, []uint64{13, 31, 79}, m.XIDs)
+	// r1: 1000, 3000, 2000 → mean 2000, max 3000; r2 (two processes) held
+	// 200 and 600 in the two readings it was there for → mean 400, max 600.
+	assert.Equal(t, []OwnerMinute{
+		{Owner: Owner{RunID: "r1", Stage: "train"}, Samples: 3, MemMeanMiB: 2000, MemMaxMiB: 3000},
+		{Owner: Owner{RunID: "r2", Stage: "eval"}, Samples: 2, MemMeanMiB: 400, MemMaxMiB: 600},
+	}, m.Owners)
+}
+
+// A simulated source's records are all marked simulated; the simulated
+// holders are owned processes, so their memory is counted per run.
+func TestSamplerMarksSimulatedMinutes(t *testing.T) {
+	now := t0
+	sim, err := NewSimulated("2xA100-80GB", SimOptions{Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	var got []Minute
+	s := NewSampler(sim, SamplerOptions{Store: func(_ context.Context, m []Minute) error { got = append(got, m...); return nil }})
+	snap, err := s.Sample(context.Background())
+	require.NoError(t, err)
+	s.Assign(snap.GPUs[1].UUID, "r1/train", 16384)
+	for range 5 {
+		now = now.Add(time.Second)
+		_, err := s.Sample(context.Background())
+		require.NoError(t, err)
+	}
+	s.flush()
+	s.store(context.Background())
+	require.Len(t, got, 2)
+	byGPU := map[string]Minute{}
+	for _, m := range got {
+		assert.True(t, m.Simulated, m.GPU)
+		byGPU[m.GPU] = m
+	}
+	assert.Empty(t, byGPU[snap.GPUs[0].UUID].Owners)
+	held := byGPU[snap.GPUs[1].UUID]
+	require.Len(t, held.Owners, 1)
+	assert.Equal(t, int64(16384), held.Owners[0].MemMaxMiB)
+	assert.Equal(t, "r1", held.Owners[0].RunID)
 }

@@ -239,3 +239,70 @@ func (n jsonNum) MarshalJSON() ([]byte, error) {
 	}
 	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
 }
+
+// MarshalJSON writes a GPU's usage with the figures it never reported as
+// the string "NaN", as the metric values are.
+func (g GPUUsage) MarshalJSON() ([]byte, error) {
+	type point struct {
+		At      time.Time `json:"at"`
+		UtilPct jsonNum   `json:"util_percent"`
+		MemMiB  jsonNum   `json:"run_mem_mib"`
+		TempC   jsonNum   `json:"temp_c"`
+		PowerW  jsonNum   `json:"power_w"`
+	}
+	type xid struct {
+		At   time.Time `json:"at"`
+		Code uint64    `json:"code"`
+	}
+	out := struct {
+		Index            int       `json:"index"`
+		Model            string    `json:"model"`
+		UUID             string    `json:"uuid"`
+		Simulated        bool      `json:"simulated"`
+		Stages           []string  `json:"stages"`
+		From             time.Time `json:"from,omitzero"`
+		To               time.Time `json:"to,omitzero"`
+		MeanUtil         jsonNum   `json:"mean_util_percent"`
+		PeakUtil         jsonNum   `json:"peak_util_percent"`
+		MeanMemMiB       jsonNum   `json:"mean_run_mem_mib"`
+		PeakMemMiB       jsonNum   `json:"peak_run_mem_mib"`
+		TotalMemMiB      float64   `json:"total_mem_mib,omitempty"`
+		MeanTempC        jsonNum   `json:"mean_temp_c"`
+		PeakTempC        jsonNum   `json:"peak_temp_c"`
+		MeanPowerW       jsonNum   `json:"mean_power_w"`
+		PeakPowerW       jsonNum   `json:"peak_power_w"`
+		PowerLimitW      float64   `json:"power_limit_w,omitempty"`
+		Samples          int       `json:"samples"`
+		ThrottledSamples int       `json:"throttled_samples"`
+		ThrottledMinutes int       `json:"throttled_minutes"`
+		ThrottleReasons  []string  `json:"throttle_reasons"`
+		XIDs             []xid     `json:"xids"`
+		Events           []Anomaly `json:"events"`
+		Curve            []point   `json:"curve"`
+	}{g.Index, g.Model, g.UUID, g.Simulated, g.Stages, g.From, g.To,
+		jsonNum(g.MeanUtil), jsonNum(g.PeakUtil), jsonNum(g.MeanMemMiB), jsonNum(g.PeakMemMiB), g.TotalMemMiB,
+		jsonNum(g.MeanTempC), jsonNum(g.PeakTempC), jsonNum(g.MeanPowerW), jsonNum(g.PeakPowerW), g.PowerLimitW,
+		g.Samples, g.ThrottledSamples, g.ThrottledMinutes, nonNilStrings(g.ThrottleReasons), []xid{}, nonNilAnomalies(g.Events),
+		make([]point, len(g.Curve))}
+	for _, x := range g.XIDs {
+		out.XIDs = append(out.XIDs, xid(x))
+	}
+	for i, p := range g.Curve {
+		out.Curve[i] = point{p.At, jsonNum(p.UtilPct), jsonNum(p.MemMiB), jsonNum(p.TempC), jsonNum(p.Power)}
+	}
+	return json.Marshal(out)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilAnomalies(a []Anomaly) []Anomaly {
+	if a == nil {
+		return []Anomaly{}
+	}
+	return a
+}

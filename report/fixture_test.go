@@ -51,7 +51,7 @@ func demoRun(id string, lr float64, seed uint64) Run {
 			metric("validate", "val_acc", 30, 0.1, acc, seed+2),
 			metric("validate", "val_loss", 30, 2.3, 0.12, seed+3),
 		},
-		GPUs: []GPUUsage{{Index: 0, Model: "NVIDIA RTX A6000", MeanUtil: 71.4, PeakMemMiB: 5120, TotalMemMiB: 49140}},
+		GPUs: []GPUUsage{gpuUsage(0, "NVIDIA RTX A6000", false, t0.Add(time.Second), 4, seed)},
 	}
 }
 
@@ -83,3 +83,43 @@ func comparison(n int) *Report {
 	}
 	return rep
 }
+
+// gpuUsage is one GPU's record over minutes of a run: utilisation around
+// 70 %, the run's memory growing to 5120 MiB of 49140, warming up.
+func gpuUsage(index int, model string, simulated bool, from time.Time, minutes int, seed uint64) GPUUsage {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	g := GPUUsage{Index: index, Model: model, Simulated: simulated, UUID: fmt.Sprintf("GPU-%08x-0000-4000-8000-000000000001", seed),
+		Stages: []string{"train"}, From: from, To: from.Add(time.Duration(minutes) * time.Minute),
+		TotalMemMiB: 49140, PowerLimitW: 300, Samples: 60 * minutes, MeanUtil: math.NaN(), PeakUtil: math.NaN()}
+	var util, mem, temp, power acc
+	for i := range minutes {
+		p := GPUPoint{At: from.Truncate(time.Minute).Add(time.Duration(i) * time.Minute),
+			UtilPct: 70 + 5*rng.NormFloat64(), MemMiB: 5120 * float64(i+1) / float64(minutes),
+			TempC: 55 + 5*float64(i), Power: 220 + 10*rng.NormFloat64()}
+		g.Curve = append(g.Curve, p)
+		util.add(p.UtilPct)
+		mem.add(p.MemMiB)
+		temp.add(p.TempC)
+		power.add(p.Power)
+	}
+	g.MeanUtil, g.PeakUtil = util.mean(), util.peak
+	g.MeanMemMiB, g.PeakMemMiB = mem.mean(), mem.peak
+	g.MeanTempC, g.PeakTempC = temp.mean(), temp.peak
+	g.MeanPowerW, g.PeakPowerW = power.mean(), power.peak
+	return g
+}
+
+type acc struct {
+	sum, peak float64
+	n         int
+}
+
+func (a *acc) add(v float64) {
+	if a.n == 0 || v > a.peak {
+		a.peak = v
+	}
+	a.sum += v
+	a.n++
+}
+
+func (a acc) mean() float64 { return a.sum / float64(a.n) }

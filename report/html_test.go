@@ -125,9 +125,10 @@ func TestHTMLRunReportStructure(t *testing.T) {
 	if got := texts(elements(doc, "h2")); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("sections = %q, want %q", got, want)
 	}
-	// val_acc, loss, val_loss; lr is constant and only in the table.
-	if n := len(elements(doc, "svg")); n != 3 {
-		t.Errorf("%d charts, want 3 (val_acc, loss, val_loss)", n)
+	// val_acc, loss, val_loss (lr is constant and only in the table), then
+	// the GPU's utilisation, memory, temperature and power.
+	if n := len(elements(doc, "svg")); n != 7 {
+		t.Errorf("%d charts, want 7 (val_acc, loss, val_loss and 4 of the GPU)", n)
 	}
 	stages := tableAfter(t, doc, "Stages")
 	if len(stages) != 4 || stages[2][0] != "train" || stages[2][2] != "1/3" || stages[2][3] != "0" {
@@ -138,8 +139,12 @@ func TestHTMLRunReportStructure(t *testing.T) {
 		t.Errorf("metric table = %q", metrics)
 	}
 	gpus := tableAfter(t, doc, "GPU usage")
-	if len(gpus) != 2 || gpus[1][2] != "71%" || gpus[1][3] != "5120 MiB of 49140" {
+	if len(gpus) != 2 || gpus[1][0] != "GPU 0" || !strings.HasSuffix(gpus[1][2], " / 5120 MiB of 49140") ||
+		gpus[1][5] != "no" || gpus[1][6] != "none" {
 		t.Errorf("GPU table = %q", gpus)
+	}
+	if strings.Contains(text(doc), "simulated") {
+		t.Error("a real GPU is not called simulated")
 	}
 }
 
@@ -172,7 +177,7 @@ func TestHTMLComparison(t *testing.T) {
 	rep := comparison(5)
 	rep.Runs[2].Params = append(rep.Runs[2].Params, Param{"warmup", 100.0})
 	doc, _ := mustHTML(t, rep, Options{})
-	want := []string{"Ranking", "Parameters that differ", "Curves", "Runs"}
+	want := []string{"Ranking", "Parameters that differ", "Curves", "GPU usage", "Runs"}
 	if got := texts(elements(doc, "h2")); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("sections = %q, want %q", got, want)
 	}
@@ -192,9 +197,10 @@ func TestHTMLComparison(t *testing.T) {
 	if got := strings.Join(diff[0], ","); got != "run,lr,warmup" {
 		t.Errorf("diff columns = %s, want run,lr,warmup", got)
 	}
-	// val_acc, loss, val_loss overlaid; val_acc against lr.
-	if n := len(elements(doc, "svg")); n != 4 {
-		t.Errorf("%d charts, want 4", n)
+	// val_acc, loss, val_loss overlaid; val_acc against lr; the GPUs'
+	// utilisation.
+	if n := len(elements(doc, "svg")); n != 5 {
+		t.Errorf("%d charts, want 5", n)
 	}
 }
 
@@ -209,9 +215,9 @@ func TestHTMLEdgeRuns(t *testing.T) {
 		charts int
 		says   string
 	}{
-		{"failed run", failedRun(), 1, "FloatingPointError: loss is NaN"},
+		{"failed run", failedRun(), 1 + 4, "FloatingPointError: loss is NaN"},
 		{"no metrics", empty, 0, "The run reported no metrics."},
-		{"a million points", big, 1, "1000000"},
+		{"a million points", big, 1 + 4, "1000000"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

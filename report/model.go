@@ -102,14 +102,58 @@ type Anomaly struct {
 	Action  string    `json:"action"`
 }
 
-// GPUUsage summarises one GPU over a run.
+// GPUUsage summarises one GPU over a run, from the per-minute GPU records:
+// utilisation, the memory the run's own processes held, temperature and
+// power (mean and peak), throttling and XID errors. A figure that was never
+// reported is NaN. Simulated marks a simulated GPU: pretend telemetry, which
+// every format labels as such.
 type GPUUsage struct {
-	Index       int     `json:"index"`
-	Model       string  `json:"model"`
-	UUID        string  `json:"uuid"`
-	MeanUtil    float64 `json:"mean_util_percent"`
-	PeakMemMiB  float64 `json:"peak_mem_mib"`
-	TotalMemMiB float64 `json:"total_mem_mib,omitempty"` // 0: unknown
+	Index     int
+	Model     string
+	UUID      string
+	Simulated bool
+	Stages    []string  // the run's stages that ran on it
+	From, To  time.Time // the time the run held it
+
+	MeanUtil, PeakUtil     float64 // %
+	MeanMemMiB, PeakMemMiB float64 // the run's processes only
+	TotalMemMiB            float64 // 0: unknown
+	MeanTempC, PeakTempC   float64
+	MeanPowerW, PeakPowerW float64
+	PowerLimitW            float64 // 0: unknown
+
+	Samples          int // readings behind the figures; 0: none recorded
+	ThrottledSamples int // readings whose clocks a limit held down
+	ThrottledMinutes int
+	ThrottleReasons  []string
+	XIDs             []XIDEvent
+	// Events are the sentinel's findings about this GPU while the run held
+	// it that are not the run's own anomalies (a GPU overheating).
+	Events []Anomaly
+	// Curve is the GPU minute by minute, oldest first.
+	Curve []GPUPoint
+}
+
+// XIDEvent is one XID error of a GPU, in the minute it was recorded.
+type XIDEvent struct {
+	At   time.Time
+	Code uint64
+}
+
+// GPUPoint is one minute of a GPU's record: means over the minute (the
+// run's memory: its peak). NaN where not reported.
+type GPUPoint struct {
+	At                            time.Time
+	UtilPct, MemMiB, TempC, Power float64
+}
+
+// Label names the GPU in tables and legends: "GPU 1 (simulated)".
+func (g GPUUsage) Label() string {
+	l := fmt.Sprintf("GPU %d", g.Index)
+	if g.Simulated {
+		l += " (simulated)"
+	}
+	return l
 }
 
 // LogTail is the end of one attempt's output.

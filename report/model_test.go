@@ -148,8 +148,8 @@ func TestMarkdown(t *testing.T) {
 		}
 	}
 	links := regexp.MustCompile(`!\[[^\]]*\]\(<([^>]+)>\)`).FindAllStringSubmatch(s, -1)
-	if len(links) != 3 || len(files) != 3 {
-		t.Fatalf("%d image links and %d files, want 3 of each", len(links), len(files))
+	if len(links) != 7 || len(files) != 7 {
+		t.Fatalf("%d image links and %d files, want 7 of each (3 curves, 4 of the GPU)", len(links), len(files))
 	}
 	for i, l := range links {
 		if files[i].Name != l[1] || filepath.Dir(l[1]) != "r_files" {

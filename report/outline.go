@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -191,20 +190,7 @@ func runOutline(o *outline, r *Run, opt Options) {
 		o.table([]string{"when", "stage", "kind", "what", "action taken"}, nil, rows)
 	}
 
-	o.h(2, "GPU usage")
-	if len(r.GPUs) == 0 {
-		o.p("No GPU telemetry was recorded for this run.")
-	} else {
-		rows := make([][]string, len(r.GPUs))
-		for i, g := range r.GPUs {
-			mem := formatNum(math.Round(g.PeakMemMiB)) + " MiB"
-			if g.TotalMemMiB > 0 {
-				mem += " of " + formatNum(math.Round(g.TotalMemMiB))
-			}
-			rows[i] = []string{strconv.Itoa(g.Index), g.Model, fmt.Sprintf("%.0f%%", g.MeanUtil), mem}
-		}
-		o.table([]string{"GPU", "model", "mean utilisation", "peak memory"}, []bool{true, false, true, true}, rows)
-	}
+	gpuOutline(o, r, opt)
 
 	if !opt.NoLogs && len(r.Logs) > 0 {
 		o.h(2, "Logs of failed stages")
@@ -282,6 +268,8 @@ func compareOutline(o *outline, rep *Report, opt Options) {
 			}
 		}
 	}
+
+	compareGPUOutline(o, rep, ranked, opt)
 
 	o.h(2, "Runs")
 	rows = make([][]string, len(rep.Runs))

@@ -2,6 +2,7 @@ package sentinel
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,10 +13,35 @@ type Do string
 
 // Actions.
 const (
-	Flag  Do = "flag"  // record and show it (the default)
-	Stop  Do = "stop"  // also stop the run
-	Retry Do = "retry" // stop the attempt and start a new one with changed parameters
+	Flag   Do = "flag"   // record and show it (the default)
+	Notify Do = "notify" // also tell the user now, even with the window closed
+	Stop   Do = "stop"   // also stop the run
+	Retry  Do = "retry"  // stop the attempt and start a new one, with changed parameters if set says so
 )
+
+// Allowed lists the actions a template may give a kind, in the order the
+// error messages name them. What an action does depends on the kind's
+// scope: on a run's own anomaly it acts on that attempt; on a GPU's, on the
+// attempts of the runs on that GPU (the run the anomaly names, for a leak or
+// an idle GPU; every run on it for overheating, a stall or a health event);
+// on a queued stage's, on that stage's run, which has no attempt to retry.
+func Allowed(k Kind) []Do {
+	if k.Scope() == ScopeQueue {
+		return []Do{Flag, Notify, Stop}
+	}
+	return []Do{Flag, Notify, Stop, Retry}
+}
+
+func doList(ds []Do) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = string(d)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
 
 // Action is a template's answer to one kind of anomaly. Set holds parameter
 // changes for a retry: "*0.1" multiplies, "/2" divides, "+1" and "-1" add,
@@ -44,19 +70,25 @@ func ParsePolicy(spec map[string]Action) (Policy, error) {
 		if !known[k] {
 			return nil, fmt.Errorf("sentinel: unknown anomaly kind %q: use one of %s", name, kindList())
 		}
-		switch a.Do {
-		case "":
+		if a.Do == "" {
 			a.Do = Flag
-		case Flag, Stop, Retry:
-		default:
-			return nil, fmt.Errorf("sentinel: %s: unknown action %q: use flag, stop or retry", name, a.Do)
+		}
+		allowed := Allowed(k)
+		if !slices.Contains(allowed, a.Do) {
+			if a.Do == Retry && k.Scope() == ScopeQueue {
+				return nil, fmt.Errorf("sentinel: %s: retry needs an attempt, and a stage waiting in the queue has none: use %s",
+					name, doList(allowed))
+			}
+			return nil, fmt.Errorf("sentinel: %s: unknown action %q: use %s", name, a.Do, doList(allowed))
 		}
 		if a.Do != Retry && len(a.Set) > 0 {
 			return nil, fmt.Errorf("sentinel: %s: `set` only applies to retry, not %s", name, a.Do)
 		}
-		if a.Do == Retry && k.Scope() != ScopeRun {
-			return nil, fmt.Errorf("sentinel: %s: retry only applies to a run's own anomalies (%s), not a GPU's or the queue's",
-				name, runKinds())
+		if a.MaxRetries < 0 {
+			return nil, fmt.Errorf("sentinel: %s: max_retries %d: give 1 or more (0 means the default, 2)", name, a.MaxRetries)
+		}
+		if a.Do != Retry && a.MaxRetries != 0 {
+			return nil, fmt.Errorf("sentinel: %s: `max_retries` only applies to retry, not %s", name, a.Do)
 		}
 		for param, expr := range a.Set {
 			if _, err := changeValue(1.0, expr); err != nil && isArith(expr) {
@@ -72,16 +104,6 @@ func kindList() string {
 	var s []string
 	for _, k := range append(append([]Kind(nil), Kinds...), FailureKinds...) {
 		s = append(s, string(k))
-	}
-	return strings.Join(s, ", ")
-}
-
-func runKinds() string {
-	var s []string
-	for _, k := range append(append([]Kind(nil), Kinds...), FailureKinds...) {
-		if k.Scope() == ScopeRun {
-			s = append(s, string(k))
-		}
 	}
 	return strings.Join(s, ", ")
 }
@@ -123,11 +145,15 @@ type Decision struct {
 // Decide applies the policy to an anomaly of a run whose attempt number is
 // attempt and whose parameters are params. A retry beyond MaxRetries
 // becomes a stop; a retry whose change cannot apply becomes a flag with the
-// reason. Machine-wide anomalies (no run) are only flagged.
+// reason. An anomaly that names no run is only flagged: the engine asks
+// again for each run a GPU's anomaly touches, naming it.
 func (p Policy) Decide(a Anomaly, attempt int, params map[string]any) Decision {
 	act, ok := p[a.Kind]
 	if !ok || act.Do == "" || a.Run == "" {
 		return Decision{Do: Flag}
+	}
+	if !slices.Contains(Allowed(a.Kind), act.Do) {
+		return Decision{Do: Flag, Why: fmt.Sprintf("%s cannot %s", a.Kind, act.Do)}
 	}
 	if act.Do != Retry {
 		return Decision{Do: act.Do}

@@ -94,8 +94,12 @@ func TestParsePolicyRejects(t *testing.T) {
 		err  string
 	}{
 		{"an unknown kind", map[string]sentinel.Action{"loss_nan": {Do: sentinel.Stop}}, "unknown anomaly kind"},
-		{"an unknown action", map[string]sentinel.Action{"nan": {Do: "restart"}}, "use flag, stop or retry"},
-		{"retry of a GPU's anomaly", map[string]sentinel.Action{"overheating": {Do: sentinel.Retry}}, "only applies to a run's"},
+		{"an unknown action", map[string]sentinel.Action{"nan": {Do: "restart"}}, `unknown action "restart": use flag, notify, stop or retry`},
+		{"an unknown action on the queue", map[string]sentinel.Action{"queue_stuck": {Do: "restart"}}, "use flag, notify or stop"},
+		{"retry of a waiting stage", map[string]sentinel.Action{"queue_stuck": {Do: sentinel.Retry}},
+			"queue_stuck: retry needs an attempt, and a stage waiting in the queue has none: use flag, notify or stop"},
+		{"max_retries without retry", map[string]sentinel.Action{"hang": {Do: sentinel.Stop, MaxRetries: 3}}, "`max_retries` only applies to retry"},
+		{"a negative max_retries", map[string]sentinel.Action{"nan": {Do: sentinel.Retry, MaxRetries: -1}}, "give 1 or more"},
 		{"set without retry", map[string]sentinel.Action{"nan": {Do: sentinel.Stop, Set: map[string]string{"lr": "*0.1"}}}, "only applies to retry"},
 		{"a bad operator value", map[string]sentinel.Action{"nan": {Do: sentinel.Retry, Set: map[string]string{"lr": "/0"}}}, "divides by zero"},
 	}
@@ -118,5 +122,29 @@ func TestChangedValuesReadAsWritten(t *testing.T) {
 	}
 	if !reflect.DeepEqual(changes, []string{"lr: 0.1 → 0.01"}) {
 		t.Errorf("changes = %q", changes)
+	}
+}
+
+// Every action Allowed names is accepted for its kind, and Decide gives it
+// back for an anomaly of a run: nothing a template may write is ignored.
+func TestEveryAllowedActionIsDecided(t *testing.T) {
+	for _, k := range sentinel.Kinds {
+		for _, do := range sentinel.Allowed(k) {
+			pol, err := sentinel.ParsePolicy(map[string]sentinel.Action{string(k): {Do: do}})
+			if err != nil {
+				t.Errorf("%s: %s refused: %v", k, do, err)
+				continue
+			}
+			d := pol.Decide(sentinel.Anomaly{Kind: k, Run: "r1", Stage: "train"}, 1, map[string]any{"lr": 0.1})
+			if d.Do != do {
+				t.Errorf("%s: %s decided as %s (%s)", k, do, d.Do, d.Why)
+			}
+		}
+	}
+	if got := sentinel.Allowed(sentinel.QueueStuck); len(got) != 3 {
+		t.Errorf("queue_stuck allows %v", got)
+	}
+	if got := sentinel.Allowed(sentinel.Overheating); got[len(got)-1] != sentinel.Retry {
+		t.Errorf("a GPU's anomaly can retry the attempts on it: %v", got)
 	}
 }

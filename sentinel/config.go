@@ -77,8 +77,11 @@ type Config struct {
 	IdleUtil  float64
 	IdleAfter time.Duration
 
-	// Stuck in queue: waiting longer than QueueAfter.
-	QueueAfter time.Duration
+	// Stuck in queue: waiting QueueAfter without moving up in the queue;
+	// QueueNeverAfter for a stage that can never start here (the shepherd
+	// says no GPU could ever hold it, or there is no GPU).
+	QueueAfter      time.Duration
+	QueueNeverAfter time.Duration
 }
 
 // DefaultConfig returns the configuration the evaluation was run with.
@@ -117,5 +120,6 @@ func DefaultConfig() Config {
 		IdleUtil:         2,
 		IdleAfter:        10 * time.Minute,
 		QueueAfter:       30 * time.Minute,
+		QueueNeverAfter:  2 * time.Minute,
 	}
 }

@@ -2,6 +2,7 @@ package sentinel_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -263,25 +264,23 @@ func generatedTelemetryCases(base uint64, each int) []evalCase {
 		c.onset[sentinel.MemoryLeak] = on
 		out = append(out, c)
 
-		// Overheating: from onset the temperature climbs 0.2-1 °C per
-		// sample to 1-3 °C above the slowdown threshold; half the cases
-		// also set the thermal slowdown bit once above it. Onset is the
-		// first sample within the margin (5 °C).
+		// Overheating: from onset (a fan fails, say) the temperature climbs
+		// 0.2-1 °C per sample to 1-3 °C above the slowdown threshold; half
+		// the cases also set the thermal slowdown bit once above it. The
+		// label is the fault's onset, the first sample of the climb, not the
+		// moment the detector's margin is reached: the delay includes the
+		// time the GPU takes to get hot.
 		climb, top := uniform(r, 0.2, 1), uniform(r, 1, 3)
 		throttle := i%2 == 0
-		hotOn := -1
 		c = telemetryCase(fmt.Sprintf("hot-%d", i), s+2000, n, func(r *rand.Rand, i int, g *sentinel.GPUSample) {
 			if i >= on {
 				g.TempC = min(g.TempC+climb*float64(i-on+1), g.SlowdownTempC+top) + 0.5*r.NormFloat64()
 				if throttle && g.TempC > g.SlowdownTempC {
 					g.Throttle |= sentinel.ThrottleSWThermalSlowdown
 				}
-				if hotOn < 0 && (g.TempC >= g.SlowdownTempC-5 || g.Throttle.Thermal()) {
-					hotOn = i
-				}
 			}
 		})
-		c.onset[sentinel.Overheating] = hotOn
+		c.onset[sentinel.Overheating] = on
 		out = append(out, c)
 
 		// Idle: from onset the run holds its memory at 0% for 15 minutes.
@@ -311,30 +310,68 @@ func generatedTelemetryCases(base uint64, each int) []evalCase {
 	return out
 }
 
-// queueCases: a stage observed every 30 s while it waits; stuck ones wait 60
-// minutes, healthy ones start within 5-29 minutes. Onset is the first
-// observation past 30 minutes (the definition of stuck).
+// generatedQueueCases: a stage observed every 30 s while it waits behind
+// other runs on a busy machine, where a run ahead of it leaves every few
+// minutes (exponential gaps, a mean of 2-10 minutes per case, so a healthy
+// queue can stand still for half an hour now and then). Three kinds of
+// case, the label being the injected fault's onset:
+//   - healthy: the queue moves until the stage is placed (no label);
+//   - the queue stops: from a random moment in the wait, the run that holds
+//     the GPU never ends (a hung run, a forgotten notebook) and no one
+//     leaves; onset is the first observation after the stop;
+//   - it can never fit: the stage asks for more than any GPU has (the
+//     shepherd's code too_big); onset is its first observation.
 func generatedQueueCases(base uint64, each int) []evalCase {
 	var out []evalCase
 	for i := range each * 2 {
 		r := newRand(base + uint64(i))
-		stuck := i%2 == 0
-		wait := uniform(r, 5, 29)
-		if stuck {
-			wait = uniform(r, 45, 90)
+		kind := "healthy"
+		switch {
+		case i < each/2:
+			kind = "never-fits"
+		case i < each:
+			kind = "stops"
 		}
+		mean := uniform(r, 2, 10) // minutes between departures
+		ahead := r.IntN(9)
 		since := epoch.Add(-time.Duration(r.IntN(600)) * time.Second)
-		c := evalCase{name: fmt.Sprintf("queue-%d", i), source: "generated", domain: sentinel.ScopeQueue,
+		stop := time.Duration(-1)
+		if kind == "stops" {
+			stop = time.Duration(uniform(r, 0, 40) * float64(time.Minute))
+		}
+		c := evalCase{name: fmt.Sprintf("queue-%s-%d", kind, i), source: "generated", domain: sentinel.ScopeQueue,
 			onset: map[sentinel.Kind]int{}}
-		for k := 0; float64(k)*0.5 < wait; k++ {
-			now := since.Add(time.Duration(k) * 30 * time.Second)
-			q := sentinel.QueueObservation{Run: "r", Stage: "train", WaitingSince: since,
-				Reason:  "needs 40000 MiB of GPU memory; the largest free is 12000 MiB (GPU 0)",
-				NeedMiB: 40000, LargestFreeMiB: 12000}
-			if _, ok := c.onset[sentinel.QueueStuck]; !ok && stuck && now.Sub(since) >= 30*time.Minute {
+		next := time.Duration(r.ExpFloat64() * mean * float64(time.Minute)) // the next departure
+		end := time.Duration(uniform(r, 60, 120) * float64(time.Minute))    // a stuck case is watched this long
+		for k := 0; ; k++ {
+			at := time.Duration(k) * 30 * time.Second
+			for kind != "never-fits" && (stop < 0 || next < stop) && next <= at {
+				if ahead == 0 {
+					break
+				}
+				ahead--
+				next += time.Duration(r.ExpFloat64() * mean * float64(time.Minute))
+			}
+			if kind != "never-fits" && ahead == 0 && (stop < 0 || next < stop) && next <= at {
+				break // its GPU freed: placed
+			}
+			if kind == "healthy" && at > 6*time.Hour {
+				break
+			}
+			if kind != "healthy" && at > end+max(stop, 0) {
+				break
+			}
+			q := sentinel.QueueObservation{Run: "r", Stage: "train", WaitingSince: since, Ahead: ahead, NeedMiB: 40000,
+				LargestFreeMiB: 12000, Code: "gpu_memory",
+				Reason: fmt.Sprintf("needs 1×39 GiB; largest free is 12 GiB on GPU 0; %d runs ahead", ahead)}
+			if kind == "never-fits" {
+				q.NeedMiB, q.LargestFreeMiB, q.Code = 100000, 81920, "too_big"
+				q.Reason = "needs 1×98 GiB; this machine can never hold it (1 usable GPU(s), at most 80 GiB each)"
+			}
+			if _, ok := c.onset[sentinel.QueueStuck]; !ok && (kind == "never-fits" || kind == "stops" && at >= stop) {
 				c.onset[sentinel.QueueStuck] = k
 			}
-			c.ticks = append(c.ticks, tick{queue: &q, now: now})
+			c.ticks = append(c.ticks, tick{queue: &q, now: since.Add(at)})
 		}
 		out = append(out, c)
 	}
@@ -382,9 +419,11 @@ func readLines(t testing.TB, path string) []string {
 
 // realCases loads testdata/real: the digits-mlp demo's train stage
 // (healthy, lr=1.0 sgd diverging, NIUMA_DEMO_INJECT_NAN) and the fault
-// trainer's metrics and telemetry (healthy, loader sleep, leak), recorded by
-// testdata/gen. Labels come from the recordings themselves: the first
-// non-finite value, the first step of the injected fault.
+// trainer's metrics and telemetry (healthy, loader sleep, leak, hang,
+// plateau, spike), recorded by testdata/gen. Labels come from the
+// recordings themselves: the first non-finite value, and the fault the
+// trainer injected, at the step its "fault:" line (or, for the first
+// recordings, its name) says.
 func realCases(t testing.TB) []evalCase {
 	files, err := filepath.Glob(filepath.Join("testdata", "real", "*.jsonl"))
 	if err != nil || len(files) == 0 {
@@ -398,39 +437,100 @@ func realCases(t testing.TB) []evalCase {
 			out = append(out, realTelemetry(t, path, strings.TrimSuffix(name, ".telemetry")))
 			continue
 		}
-		c := evalCase{name: name, source: "real", domain: sentinel.ScopeRun, onset: map[sentinel.Kind]int{},
-			tolerate: map[sentinel.Kind]bool{}}
-		for _, line := range readLines(t, path) {
-			step, kv, ok := parseLine(line)
-			if !ok {
-				continue
-			}
-			keys := make([]string, 0, len(kv))
-			for k := range kv {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			var tk tick
-			for _, k := range keys {
-				v := kv[k]
-				if _, seen := c.onset[sentinel.NaN]; !seen && (math.IsNaN(v) || math.IsInf(v, 0)) {
-					c.onset[sentinel.NaN] = len(c.ticks)
-				}
-				tk.points = append(tk.points, sentinel.Point{Run: "r", Stage: "train", Attempt: 1, Key: k, Step: step, Value: v})
-			}
-			c.ticks = append(c.ticks, tk)
-		}
-		if strings.Contains(name, "diverge") {
-			// lr=1.0 with SGD: the loss jumps 15-70× in the first epoch and
-			// keeps rising by orders of magnitude until it overflows. Onset
-			// is epoch 2; the jump is also a spike and an exploding gradient.
-			c.onset[sentinel.Divergence] = 1
-			c.tolerate[sentinel.LossSpike] = true
-			c.tolerate[sentinel.GradExplosion] = true
-		}
-		out = append(out, c)
+		out = append(out, realMetrics(t, path, name))
 	}
 	return out
+}
+
+// fault is what faults.py says it injected (its "fault:" log line).
+type fault struct {
+	Mode  string `json:"mode"`
+	Onset int64  `json:"onset"`
+	Width int64  `json:"width"`
+}
+
+func realMetrics(t testing.TB, path, name string) evalCase {
+	c := evalCase{name: name, source: "real", domain: sentinel.ScopeRun, onset: map[sentinel.Kind]int{},
+		tolerate: map[sentinel.Kind]bool{}}
+	var f fault
+	var end time.Time // the process lived until then (its telemetry's last sample)
+	lines := readLines(t, path)
+	for _, line := range lines {
+		if rest, ok := strings.CutPrefix(line, "fault: "); ok {
+			if err := json.Unmarshal([]byte(rest), &f); err != nil {
+				t.Fatalf("%s: fault line: %v", path, err)
+			}
+		}
+	}
+	if f.Mode != "" {
+		tel := strings.TrimSuffix(path, ".jsonl") + ".telemetry.jsonl"
+		if tl := readLines(t, tel); len(tl) > 0 {
+			if _, kv, ok := parseLine(tl[len(tl)-1]); ok {
+				end = epoch.Add(time.Duration(kv["t"] * float64(time.Second)))
+			}
+		}
+	}
+	var last time.Time
+	for _, line := range lines {
+		step, kv, ok := parseLine(line)
+		if !ok {
+			continue
+		}
+		var wall time.Time
+		if tv, has := kv["t"]; has {
+			wall = epoch.Add(time.Duration(tv * float64(time.Second)))
+			delete(kv, "t")
+			// The engine ticks the sentinel every second while the process
+			// lives: the ticks of a silent stretch.
+			for at := last.Add(time.Second); !last.IsZero() && at.Before(wall); at = at.Add(time.Second) {
+				if f.Mode == "hang" && step == f.Onset {
+					if _, seen := c.onset[sentinel.Hang]; !seen {
+						c.onset[sentinel.Hang] = len(c.ticks)
+					}
+				}
+				c.ticks = append(c.ticks, tick{now: at})
+			}
+			last = wall
+		}
+		keys := make([]string, 0, len(kv))
+		for k := range kv {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		tk := tick{now: wall}
+		for _, k := range keys {
+			v := kv[k]
+			if _, seen := c.onset[sentinel.NaN]; !seen && (math.IsNaN(v) || math.IsInf(v, 0)) {
+				c.onset[sentinel.NaN] = len(c.ticks)
+			}
+			tk.points = append(tk.points, sentinel.Point{Run: "r", Stage: "train", Attempt: 1, Key: k, Step: step, Value: v, Wall: wall})
+		}
+		if step == f.Onset {
+			switch f.Mode {
+			case "plateau":
+				c.onset[sentinel.Plateau] = len(c.ticks)
+			case "spike":
+				// A corrupt batch: the loss jumps, and the gradients with it;
+				// the step taken on it may throw training off for a while.
+				c.onset[sentinel.LossSpike] = len(c.ticks)
+				c.tolerate[sentinel.GradExplosion] = true
+				c.tolerate[sentinel.Divergence] = true
+			}
+		}
+		c.ticks = append(c.ticks, tk)
+	}
+	for at := last.Add(time.Second); !last.IsZero() && at.Before(end); at = at.Add(time.Second) {
+		c.ticks = append(c.ticks, tick{now: at})
+	}
+	if strings.Contains(name, "diverge") {
+		// lr=1.0 with SGD: the loss jumps 15-70× in the first epoch and
+		// keeps rising by orders of magnitude until it overflows. Onset
+		// is epoch 2; the jump is also a spike and an exploding gradient.
+		c.onset[sentinel.Divergence] = 1
+		c.tolerate[sentinel.LossSpike] = true
+		c.tolerate[sentinel.GradExplosion] = true
+	}
+	return c
 }
 
 func realTelemetry(t testing.TB, path, name string) evalCase {
@@ -443,7 +543,7 @@ func realTelemetry(t testing.TB, path, name string) evalCase {
 		s := sentinel.GPUSample{UUID: "CPU-standin", Time: epoch.Add(time.Duration(kv["t"] * float64(time.Second))),
 			UtilPercent: kv["util"], MemUsedMiB: kv["mem_mib"], TempC: math.NaN(),
 			RunMemMiB: map[string]float64{"r": kv["mem_mib"]}, ECCUncorrected: -1}
-		// The fault trainer starts its fault at step 100.
+		// record_faults.sh starts the loader sleep and the leak at step 100.
 		if step >= 100 {
 			switch {
 			case strings.Contains(name, "loader-sleep"):
@@ -457,13 +557,6 @@ func realTelemetry(t testing.TB, path, name string) evalCase {
 			}
 		}
 		c.ticks = append(c.ticks, tick{sample: &s})
-	}
-	if strings.Contains(name, "contended") {
-		// Recorded while other builds (and this package's tests)
-		// starved the trainer of CPU: its utilisation really did keep
-		// dropping near zero before the leak began, so a stall report there
-		// is true, if not the injected fault.
-		c.tolerate = map[sentinel.Kind]bool{sentinel.DataStall: true}
 	}
 	return c
 }

@@ -10,8 +10,9 @@
 // clock, EndAttempt when an attempt ends) and stores what comes back. Its
 // input types (Point, GPUSample, QueueObservation) are its own, so the
 // engine and gpumon adapt to it, not the other way round. Policy.Decide is
-// the action model, also pure: flag, stop, or retry with changed parameters
-// (ApplyChanges: "lr": "*0.1").
+// the action model, also pure: flag, notify, stop, or retry with changed
+// parameters (ApplyChanges: "lr": "*0.1"); Allowed says which a kind may
+// have (a waiting stage has no attempt to retry).
 //
 // # Detectors
 //
@@ -26,7 +27,8 @@
 //   - grad_explosion: a grad_norm-like metric at 10× the median of its
 //     previous 30 values, or above Config.GradMax.
 //   - plateau: the rolling median of the objective (15 values) has not
-//     improved by 1% for 100 points and sits within 10% of its best.
+//     improved by 1% for 100 points and sits within 10% of its best;
+//     thrown back by more than half its best, the count starts over.
 //   - hang: no metric line for max(2 min, 20 × the median gap between lines)
 //     while the attempt runs (Tick).
 //   - overheating: within 5 °C of the GPU's slowdown threshold for 3 samples
@@ -40,8 +42,10 @@
 //     autocorrelation has a local peak ≥ 0.3 at some lag ≥ 2, rising 0.3
 //     above a dip at a shorter lag (an idle run has no such peak).
 //   - idle_gpu: a run holds a GPU at ≤ 2% for 10 minutes.
-//   - queue_stuck: a stage waits longer than 30 minutes; the message carries
-//     the shepherd's reason, the memory needed and the largest free.
+//   - queue_stuck: a stage has waited 30 minutes without moving up in the
+//     queue (2 minutes when the shepherd says it can never fit here); the
+//     message carries the shepherd's reason, the fix follows its wait code,
+//     the evidence the memory needed and the largest free.
 //   - gpu_health: an XID event or a new uncorrectable ECC error, at once.
 //
 // # The statistical detector: divergence

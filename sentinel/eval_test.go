@@ -47,7 +47,7 @@ func replay(cfg sentinel.Config, c evalCase) []detection {
 type score struct {
 	tp, fp, cases, found int
 	healthy              int // ticks in which the detector's fault was absent
-	delays               []int
+	delays               []float64
 	nanMissed            int
 }
 
@@ -79,9 +79,9 @@ func (s score) medianDelay() float64 {
 	d := slices.Clone(s.delays)
 	slices.Sort(d)
 	if len(d)%2 == 1 {
-		return float64(d[len(d)/2])
+		return d[len(d)/2]
 	}
-	return float64(d[len(d)/2-1]+d[len(d)/2]) / 2
+	return (d[len(d)/2-1] + d[len(d)/2]) / 2
 }
 
 // evaluate scores every detector: a detection at or after its onset in a
@@ -127,7 +127,7 @@ func evaluate(cfg sentinel.Config, cases []evalCase) map[sentinel.Kind]*score {
 			if labelled {
 				if first >= 0 {
 					sc.found++
-					sc.delays = append(sc.delays, first-on)
+					sc.delays = append(sc.delays, delay(c, k, on, first))
 				} else if k == sentinel.NaN {
 					sc.nanMissed++
 				}
@@ -135,6 +135,16 @@ func evaluate(cfg sentinel.Config, cases []evalCase) map[sentinel.Kind]*score {
 		}
 	}
 	return scores
+}
+
+// delay is how long after the onset the detector spoke: in ticks (steps,
+// samples, observations), and in seconds for the hang detector, whose
+// generated and real cases tick at different paces.
+func delay(c evalCase, k sentinel.Kind, on, first int) float64 {
+	if k == sentinel.Hang && !c.ticks[on].now.IsZero() && !c.ticks[first].now.IsZero() {
+		return c.ticks[first].now.Sub(c.ticks[on].now).Seconds()
+	}
+	return float64(first - on)
 }
 
 // corpus is the evaluation corpus: generated cases (seeds 1-999; the fit
@@ -159,7 +169,7 @@ func table(scores map[sentinel.Kind]*score) string {
 		s := scores[k]
 		unit := delayUnit[k.Scope()]
 		if k == sentinel.Hang {
-			unit = "ticks (1 tick = 1 metric interval)"
+			unit = "s"
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s %s |\n", k, s.cases, f2(s.precision()), f2(s.recall()),
 			f2(s.falsePerK()), f1(s.medianDelay()), unit)

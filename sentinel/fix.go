@@ -32,8 +32,8 @@ var fixes = map[Kind]string{
 		"faster storage (copy the data set to a local SSD or into memory).",
 	IdleGPU: "The run holds the GPU without using it: if it waits for something (input, a lock, a peer), fix " +
 		"that; otherwise stop it so the GPU goes back to the queue.",
-	QueueStuck: "Not enough free GPU memory for this stage: lower its gpu_memory request (smaller batch, mixed " +
-		"precision, gradient checkpointing), wait for or stop the runs that hold GPUs, or raise its priority.",
+	QueueStuck: "Lower its gpu_memory request (smaller batch, mixed precision, gradient checkpointing), wait for " +
+		"or stop the runs that hold GPUs, or raise its priority.",
 	CUDAOOM: "Lower the batch size (or use gradient accumulation), use mixed precision or gradient checkpointing, or ask " +
 		"for a GPU with more memory; sentinel: {cuda_oom: {do: retry, set: {batch_size: \"/2\"}}} retries with half the batch.",
 	GPUHealth: "The GPU reported a hardware or driver error: drain it (let running work finish, start nothing " +
@@ -242,26 +242,62 @@ func (s *Sentinel) idleAnomaly(g GPUSample, run string, ro *runOnGPU) Anomaly {
 		s.cfg.IdleUtil, d.Round(time.Second)))
 }
 
-func (s *Sentinel) queueAnomaly(q QueueObservation, now time.Time, waited time.Duration) Anomaly {
-	ev := Evidence{Times: []time.Time{q.WaitingSince, now}, Stats: map[string]Num{"waited_s": Num(waited.Seconds())}}
+func (s *Sentinel) queueAnomaly(q QueueObservation, now time.Time, waited, still time.Duration) Anomaly {
+	ev := Evidence{Times: []time.Time{q.WaitingSince, now},
+		Stats: map[string]Num{"waited_s": Num(waited.Seconds()), "no_progress_s": Num(still.Seconds())}}
 	msg := fmt.Sprintf("Stage %s has waited in the queue for %s", q.Stage, waited.Round(time.Second))
+	if still < waited-time.Second {
+		msg += fmt.Sprintf(", without moving up for %s", still.Round(time.Second))
+	}
 	if q.Reason != "" {
 		msg += ": " + q.Reason
 		ev.Notes = []string{q.Reason}
 	}
-	fix := fixes[QueueStuck]
+	if q.Code != "" {
+		ev.Extra = map[string]string{"code": q.Code}
+	}
+	if q.Ahead >= 0 {
+		ev.Stats["ahead"] = Num(q.Ahead)
+	}
+	known := q.LargestFreeMiB >= 0
 	if q.NeedMiB > 0 {
 		ev.Stats["need_mib"] = Num(q.NeedMiB)
-		ev.Stats["largest_free_mib"] = Num(q.LargestFreeMiB)
-		if !strings.Contains(q.Reason, "MiB") {
-			msg += fmt.Sprintf(" (needs %.0f MiB, the largest free is %.0f MiB)", q.NeedMiB, q.LargestFreeMiB)
+		if known {
+			ev.Stats["largest_free_mib"] = Num(q.LargestFreeMiB)
 		}
-		if q.LargestFreeMiB < q.NeedMiB {
-			fix = fmt.Sprintf("Not enough free GPU memory: the stage needs %.0f MiB and the largest free is %.0f MiB. ",
-				q.NeedMiB, q.LargestFreeMiB) + fix
+		if q.Reason == "" { // the shepherd's reason already gives the figures
+			msg += fmt.Sprintf(" (needs %s per GPU", mib(q.NeedMiB))
+			if known {
+				msg += fmt.Sprintf(", the largest free is %s", mib(q.LargestFreeMiB))
+			}
+			msg += ")"
 		}
 	}
-	a := Anomaly{Kind: QueueStuck, Severity: Warning, Run: q.Run, Stage: q.Stage, At: now, Evidence: ev,
-		Message: msg + ".", Fix: fix}
-	return a
+	return Anomaly{Kind: QueueStuck, Severity: Warning, Run: q.Run, Stage: q.Stage, At: now, Evidence: ev,
+		Message: msg + ".", Fix: queueFix(q)}
+}
+
+// queueFix is the advice for a stuck stage, by why it waits.
+func queueFix(q QueueObservation) string {
+	switch {
+	case q.Code == "no_gpu":
+		return "This machine has no usable GPU: run it where there is one (scripts/gpu-check.sh checks the driver), " +
+			"or ask for gpus: 0 if the stage can run on the CPU."
+	case q.Code == "too_big":
+		return "No GPU of this machine can ever hold it: lower its gpus or gpu_memory request (smaller batch, mixed " +
+			"precision, gradient checkpointing)."
+	case q.NeedMiB > 0 && q.LargestFreeMiB >= 0 && q.LargestFreeMiB < q.NeedMiB:
+		return fmt.Sprintf("Not enough free GPU memory: the stage needs %s per GPU and the largest free is %s. ",
+			mib(q.NeedMiB), mib(q.LargestFreeMiB)) + fixes[QueueStuck]
+	}
+	return "The GPUs it needs are taken by other runs, or kept for a run ahead of it: wait for them, stop some of " +
+		"them, or raise its priority; lowering its gpu_memory request lets it share a GPU."
+}
+
+// mib prints memory as the shepherd's reasons do: "16 GiB", "512 MiB".
+func mib(m float64) string {
+	if m >= 1024 {
+		return fmt.Sprintf("%.0f GiB", m/1024)
+	}
+	return fmt.Sprintf("%.0f MiB", m)
 }

@@ -199,18 +199,46 @@ func isTraining(stage string) bool {
 	return stage == "" || containsAny(stage, "train", "fit", "finetune", "pretrain", "sft")
 }
 
+// queueState is what the stuck-in-queue detector knows of a waiting stage.
+type queueState struct {
+	since    time.Time // the wait this state is about
+	ahead    int       // runs ahead at the last observation; negative = unknown
+	moved    time.Time // when it last moved up
+	reported bool
+}
+
 // ObserveQueue judges one queued stage at now and returns a stuck-in-queue
-// anomaly the first time it has waited longer than QueueAfter.
+// anomaly the first time it has gone QueueAfter without progress: waiting
+// that long, and not moving up in the queue for that long either (a long
+// queue that keeps moving is not stuck). A stage the shepherd says can
+// never start here (codes too_big and no_gpu) is stuck after
+// QueueNeverAfter: waiting longer changes nothing.
 func (s *Sentinel) ObserveQueue(q QueueObservation, now time.Time) []Anomaly {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := attemptKey{q.Run, q.Stage, 0}
-	if q.WaitingSince.IsZero() || s.queued[k] {
+	if q.WaitingSince.IsZero() {
 		return nil
 	}
-	if waited := now.Sub(q.WaitingSince); waited >= s.cfg.QueueAfter {
-		s.queued[k] = true
-		return []Anomaly{s.queueAnomaly(q, now, waited)}
+	k := attemptKey{q.Run, q.Stage, 0}
+	st := s.queued[k]
+	if st == nil || !st.since.Equal(q.WaitingSince) { // a new wait (after an attempt)
+		st = &queueState{since: q.WaitingSince, ahead: q.Ahead, moved: q.WaitingSince}
+		s.queued[k] = st
+	}
+	if q.Ahead >= 0 && st.ahead >= 0 && q.Ahead < st.ahead {
+		st.moved = now
+	}
+	st.ahead = q.Ahead
+	if st.reported {
+		return nil
+	}
+	limit := s.cfg.QueueAfter
+	if q.Code == "too_big" || q.Code == "no_gpu" {
+		limit = min(limit, s.cfg.QueueNeverAfter)
+	}
+	if still := now.Sub(st.moved); still >= limit {
+		st.reported = true
+		return []Anomaly{s.queueAnomaly(q, now, now.Sub(q.WaitingSince), still)}
 	}
 	return nil
 }

@@ -19,8 +19,8 @@ type Sentinel struct {
 	streams  map[streamKey]*stream
 	attempts map[attemptKey]*attemptState
 	gpus     map[string]*gpuState
-	queued   map[attemptKey]bool // stages already reported stuck in the queue
-	goals    map[string]goal     // per-run objective (SetObjective)
+	queued   map[attemptKey]*queueState // stages waiting in the queue
+	goals    map[string]goal            // per-run objective (SetObjective)
 	scratch  []float64
 	scratch2 []float64
 }
@@ -79,12 +79,13 @@ func New(cfg Config) *Sentinel {
 	fill(&cfg.IdleUtil, d.IdleUtil)
 	filld(&cfg.IdleAfter, d.IdleAfter)
 	filld(&cfg.QueueAfter, d.QueueAfter)
+	filld(&cfg.QueueNeverAfter, d.QueueNeverAfter)
 	return &Sentinel{
 		cfg:      cfg,
 		streams:  map[streamKey]*stream{},
 		attempts: map[attemptKey]*attemptState{},
 		gpus:     map[string]*gpuState{},
-		queued:   map[attemptKey]bool{},
+		queued:   map[attemptKey]*queueState{},
 		goals:    map[string]goal{},
 	}
 }
@@ -493,14 +494,26 @@ func (s *Sentinel) plateauDetector(st *stream, p Point, out []Anomaly) []Anomaly
 		st.best, st.bestStep, st.sinceBest, st.hasBest = m, p.Step, 0, true
 		return out
 	}
+	gap := math.Abs(m - st.best)
+	if gap > plateauThrownBack*s.cfg.PlateauBand*math.Abs(st.best) {
+		// Thrown far back (a bad batch undid the training) and climbing
+		// out again: that is progress, so patience starts over.
+		st.sinceBest = 0
+		return out
+	}
 	st.sinceBest++
-	near := math.Abs(m-st.best) <= s.cfg.PlateauBand*math.Abs(st.best)
+	near := gap <= s.cfg.PlateauBand*math.Abs(st.best)
 	if st.sinceBest >= s.cfg.PlateauPatience && near {
 		st.fired[Plateau] = true
 		out = append(out, s.plateauAnomaly(st, p, m))
 	}
 	return out
 }
+
+// plateauThrownBack is how many PlateauBands above its best an objective
+// must be for the plateau detector to count it as thrown back rather than
+// noisy (5 × 10 %: half again its best).
+const plateauThrownBack = 5
 
 // EndAttempt tells the sentinel an attempt has ended, so the hang detector
 // stops watching it, and frees its state.

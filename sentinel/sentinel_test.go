@@ -210,18 +210,74 @@ func TestXIDNamesTheError(t *testing.T) {
 
 func TestQueueStuckSaysWhatIsMissing(t *testing.T) {
 	s := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
-	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch,
-		Reason: "waiting for a GPU", NeedMiB: 40000, LargestFreeMiB: 12000}
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "gpu_memory",
+		Reason: "needs 1×39 GiB; largest free is 12 GiB on GPU 0; first in line", NeedMiB: 40000, LargestFreeMiB: 12000, Ahead: 0}
 	if got := s.ObserveQueue(q, epoch.Add(29*time.Minute)); len(got) != 0 {
 		t.Fatalf("stuck after 29 min: %+v", got)
 	}
 	got := s.ObserveQueue(q, epoch.Add(31*time.Minute))
-	if len(got) != 1 || !strings.Contains(got[0].Fix, "40000 MiB") || !strings.Contains(got[0].Fix, "12000 MiB") ||
-		!strings.Contains(got[0].Message, "waiting for a GPU") {
+	if len(got) != 1 || !strings.Contains(got[0].Fix, "the stage needs 39 GiB per GPU and the largest free is 12 GiB") ||
+		!strings.Contains(got[0].Message, q.Reason) {
 		t.Fatalf("got %+v", got)
 	}
 	if again := s.ObserveQueue(q, epoch.Add(40*time.Minute)); len(again) != 0 {
 		t.Errorf("reported twice: %+v", again)
+	}
+}
+
+// A stage that waits with enough free memory (behind other runs, for a
+// GPU kept for another) is not told memory is short, and the figures are
+// never repeated in other units beside the shepherd's ("80 GiB … 0 MiB").
+func TestQueueStuckWordingAgreesWithTheReason(t *testing.T) {
+	s := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "gpus_busy",
+		Reason:  "needs 2×16 GiB on one NVLink group; largest free is 80 GiB on GPU 0; 1 of 2 fit now; first in line",
+		NeedMiB: 16384, LargestFreeMiB: 81920, Ahead: 0}
+	got := s.ObserveQueue(q, epoch.Add(31*time.Minute))
+	if len(got) != 1 {
+		t.Fatalf("got %+v", got)
+	}
+	a := got[0]
+	want := "Stage train has waited in the queue for 31m0s: " + q.Reason + "."
+	if a.Message != want {
+		t.Errorf("message = %q\nwant      %q", a.Message, want)
+	}
+	if strings.Contains(a.Fix, "Not enough free GPU memory") || strings.Contains(a.Fix, "0 MiB") {
+		t.Errorf("fix = %q: the memory is there", a.Fix)
+	}
+	if !strings.Contains(a.Fix, "taken by other runs") {
+		t.Errorf("fix = %q", a.Fix)
+	}
+	if a.Evidence.Stats["largest_free_mib"] != 81920 || a.Evidence.Extra["code"] != "gpus_busy" {
+		t.Errorf("evidence = %+v", a.Evidence)
+	}
+}
+
+// A long queue that keeps moving is not stuck: the clock runs from the
+// last time the stage moved up.
+func TestQueueStuckCountsFromTheLastProgress(t *testing.T) {
+	s := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
+	obs := func(ahead int, at time.Duration) []sentinel.Anomaly {
+		return s.ObserveQueue(sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch,
+			Reason: "waits", NeedMiB: 1000, LargestFreeMiB: 0, Ahead: ahead}, epoch.Add(at))
+	}
+	for i, ahead := range []int{5, 4, 3, 2, 1} { // one run ahead leaves every 20 minutes
+		if got := obs(ahead, time.Duration(i)*20*time.Minute); len(got) != 0 {
+			t.Fatalf("reported at %d ahead although the queue moves: %+v", ahead, got)
+		}
+	}
+	if got := obs(1, 100*time.Minute); len(got) != 0 { // 20 min without progress
+		t.Fatalf("too early: %+v", got)
+	}
+	got := obs(1, 111*time.Minute) // 31 min without progress
+	if len(got) != 1 || !strings.Contains(got[0].Message, "waited in the queue for 1h51m0s, without moving up for 31m0s") {
+		t.Fatalf("got %+v", got)
+	}
+	// Without a count of runs ahead, the wait itself is the measure.
+	s2 := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
+	q := sentinel.QueueObservation{Run: "r", Stage: "s", WaitingSince: epoch, Ahead: -1, LargestFreeMiB: -1}
+	if got := s2.ObserveQueue(q, epoch.Add(31*time.Minute)); len(got) != 1 {
+		t.Fatalf("unknown ahead: %+v", got)
 	}
 }
 
@@ -232,5 +288,44 @@ func TestThrottleFromNames(t *testing.T) {
 	}
 	if sentinel.ThrottleFromNames([]string{"sw_power_cap"}).Thermal() {
 		t.Error("a power cap is not thermal")
+	}
+}
+
+// A stage that can never start here is stuck as soon as that is clear:
+// waiting half an hour would change nothing.
+func TestQueueStuckAtOnceWhenItCanNeverFit(t *testing.T) {
+	s := sentinel.New(sentinel.Config{})
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "too_big", Ahead: 0,
+		Reason:  "needs 1×98 GiB; this machine can never hold it (1 usable GPU(s), at most 80 GiB each)",
+		NeedMiB: 100000, LargestFreeMiB: 81920}
+	if got := s.ObserveQueue(q, epoch.Add(time.Minute)); len(got) != 0 {
+		t.Fatalf("after 1 min: %+v", got)
+	}
+	got := s.ObserveQueue(q, epoch.Add(2*time.Minute))
+	if len(got) != 1 || !strings.Contains(got[0].Fix, "No GPU of this machine can ever hold it") {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+// A loss thrown far back by a bad batch and climbing out again is making
+// progress, not sitting on a plateau, even while it has not yet beaten the
+// best it had before (a real recording, fault-spike-s1, showed this).
+func TestPlateauNotWhileRecoveringFromASetback(t *testing.T) {
+	s := sentinel.New(sentinel.Config{})
+	loss := func(i int) float64 {
+		switch {
+		case i < 110:
+			return 2 * math.Pow(1+float64(i)/10, -1)
+		default: // thrown back to 2 at step 110, then learning again
+			return 2 * math.Pow(1+float64(i-110)/15, -1)
+		}
+	}
+	for i := range 400 {
+		p := sentinel.Point{Run: "r", Stage: "train", Attempt: 1, Key: "loss", Step: int64(i), Value: loss(i)}
+		for _, a := range s.Observe(p) {
+			if a.Kind == sentinel.Plateau {
+				t.Fatalf("plateau at step %d while the loss recovers: %s", i, a.Message)
+			}
+		}
 	}
 }

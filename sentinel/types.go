@@ -64,15 +64,21 @@ type GPUSample struct {
 	ECCUncorrected int64
 }
 
-// QueueObservation is one look at a queued stage: since when it waits, and
-// the shepherd's reason in plain words (e.g. "needs 20000 MiB, the largest
-// free is 8000 MiB on GPU 1").
+// QueueObservation is one look at a queued stage: since when it waits, the
+// shepherd's reason in plain words (e.g. "needs 1×20 GiB; largest free is
+// 8 GiB on GPU 1; 2 runs ahead") and the same as figures and a code.
 type QueueObservation struct {
-	Run, Stage     string
-	WaitingSince   time.Time
-	Reason         string
-	NeedMiB        float64 // memory the stage asks for; 0 = unknown
-	LargestFreeMiB float64 // the largest free memory on any GPU; 0 = unknown
+	Run, Stage   string
+	WaitingSince time.Time
+	Reason       string
+	// Code is the shepherd's wait code ("gpu_memory", "too_big", ...);
+	// "" when unknown.
+	Code           string
+	NeedMiB        float64 // memory the stage asks for per GPU; 0 = unknown
+	LargestFreeMiB float64 // the most free memory on one healthy GPU; negative = unknown
+	// Ahead counts the runs ranked before it; negative = unknown. A stage
+	// that moves up is making progress, however long it has waited.
+	Ahead int
 }
 
 // Kind names what an anomaly is; the words are stored as storage.Event.Kind.

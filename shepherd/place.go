@@ -47,10 +47,31 @@ type Decision struct {
 	ID   string // the request's ID (Schedule only)
 	GPUs []GPU  // chosen devices; empty with Wait == "" for a CPU-only stage
 	Wait string // non-empty: the request waits, and this says why
+	// Code is why it waits, as a code (Wait is the same in words); ""
+	// when placed, and in a terse pass.
+	Code WaitCode
+	// LargestFreeMiB is the most free memory on one healthy GPU when the
+	// request was refused; -1 when the machine has no GPU.
+	LargestFreeMiB int64
+	// Ahead counts the requests ranked before this waiting one.
+	Ahead int
 	// Preempt lists running placements (by ID) to stop so that this request
 	// can start at a later pass; the request waits meanwhile.
 	Preempt []string
 }
+
+// WaitCode says, as a code, why a request waits; a dashboard counts them.
+type WaitCode string
+
+// Wait codes.
+const (
+	WaitNoGPU      WaitCode = "no_gpu"     // the machine has no usable GPU
+	WaitTooBig     WaitCode = "too_big"    // no GPU of this machine can ever hold it
+	WaitGPUMemory  WaitCode = "gpu_memory" // no GPU has enough free memory now
+	WaitGPUsBusy   WaitCode = "gpus_busy"  // memory would do, but the GPUs refuse it now (too few fit, not on one group, too hot, held exclusively)
+	WaitReserved   WaitCode = "reserved"   // next in line: GPUs are kept for it until runs end
+	WaitPreempting WaitCode = "preempting" // spot runs are being stopped to make room
+)
 
 // Placed reports whether the request may start now.
 func (d Decision) Placed() bool { return d.Wait == "" }
@@ -63,7 +84,7 @@ func FirstFit(inv Inventory, req Request) Decision {
 		return Decision{ID: req.ID}
 	}
 	if len(inv.GPUs) == 0 {
-		return Decision{ID: req.ID, Wait: fmt.Sprintf("needs %s; %s", need(req), noGPUs(inv))}
+		return Decision{ID: req.ID, Wait: fmt.Sprintf("needs %s; %s", need(req), noGPUs(inv)), Code: WaitNoGPU, LargestFreeMiB: -1}
 	}
 	gpus := append([]GPU(nil), inv.GPUs...)
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
@@ -79,7 +100,12 @@ func FirstFit(inv Inventory, req Request) Decision {
 		}
 	}
 	if len(chosen) < req.GPUs {
-		return Decision{ID: req.ID, Wait: fmt.Sprintf("needs %s; %d fit now, largest free is %s", need(req), len(chosen), mib(largest))}
+		code := WaitGPUsBusy
+		if largest < req.MemPerGPUMiB {
+			code = WaitGPUMemory
+		}
+		return Decision{ID: req.ID, Wait: fmt.Sprintf("needs %s; %d fit now, largest free is %s", need(req), len(chosen), mib(largest)),
+			Code: code, LargestFreeMiB: largest}
 	}
 	return Decision{ID: req.ID, GPUs: chosen}
 }

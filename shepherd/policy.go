@@ -751,6 +751,12 @@ func (ps *pass) wait(d *Decision, req *Request, extra string, ahead int) {
 		d.Wait = "waiting"
 		return
 	}
+	d.Ahead, d.LargestFreeMiB = ahead, -1
+	for _, s := range ps.slots {
+		if s.Healthy {
+			d.LargestFreeMiB = max(d.LargestFreeMiB, s.Free)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("needs ")
 	b.WriteString(need(*req))
@@ -758,13 +764,26 @@ func (ps *pass) wait(d *Decision, req *Request, extra string, ahead int) {
 		b.WriteString(" on one NVLink group")
 	}
 	b.WriteString("; ")
-	if len(ps.slots) == 0 {
+	switch most := ps.mostMiB(); {
+	case len(ps.slots) == 0:
+		d.Code = WaitNoGPU
 		b.WriteString(noGPUs(ps.st.Inventory))
-	} else if most := ps.mostMiB(); req.GPUs > ps.maxFit || req.MemPerGPUMiB > most {
+	case req.GPUs > ps.maxFit || req.MemPerGPUMiB > most:
+		d.Code = WaitTooBig
 		fmt.Fprintf(&b, "this machine can never hold it (%d usable GPU(s)", ps.maxFit)
 		fmt.Fprintf(&b, ", at most %s each)", mib(most))
-	} else {
+	default:
+		d.Code = WaitGPUsBusy
+		if d.LargestFreeMiB < req.MemPerGPUMiB {
+			d.Code = WaitGPUMemory
+		}
 		b.WriteString(ps.blockers(req))
+	}
+	switch {
+	case len(d.Preempt) > 0:
+		d.Code = WaitPreempting
+	case d.Code != WaitNoGPU && d.Code != WaitTooBig && extra != "":
+		d.Code = WaitReserved
 	}
 	if extra != "" {
 		b.WriteString("; ")

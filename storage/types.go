@@ -194,10 +194,50 @@ const (
 type GPUSample struct {
 	GPU                                 string    // UUID
 	Minute                              time.Time // truncated to the minute on write
+	Simulated                           bool      // a simulated GPU: pretend telemetry
+	Samples                             int       // readings the minute is made of
 	UtilMin, UtilMean, UtilMax          float64
 	MemUsedMin, MemUsedMean, MemUsedMax int64 // MiB
-	TempMax                             float64
-	PowerMean                           float64
+	TempMean, TempMax                   float64
+	PowerMean, PowerMax                 float64
+	// Throttled counts the readings whose clocks were held down by a limit
+	// (thermal, power, hardware slowdown; idleness does not count), and
+	// ThrottleReasons names those limits (gpumon's names), sorted.
+	Throttled       int
+	ThrottleReasons []string
+	// XIDs are the XID errors the driver reported during the minute.
+	XIDs []uint64
+	// Runs is the memory each run's processes held on the GPU during the
+	// minute (stored in gpu_run_samples).
+	Runs []GPURunSample
+}
+
+// GPURunSample is the GPU memory one stage of one run held on a GPU during
+// one minute: the mean over the readings in which it held any, and the peak.
+type GPURunSample struct {
+	RunID, Stage string
+	Samples      int
+	MemMeanMiB   int64
+	MemMaxMiB    int64
+}
+
+// GPUUse is one minute of one run's use of one GPU: the run's memory there
+// (summed over its stages) beside the GPU's own record of that minute.
+type GPUUse struct {
+	GPUSample
+	RunMemMeanMiB, RunMemMaxMiB int64
+}
+
+// GPUInfo is a GPU as last sampled: what names it in reports long after.
+type GPUInfo struct {
+	UUID        string
+	Index       int
+	Name        string
+	Simulated   bool
+	MemTotalMiB int64
+	PowerLimitW float64 // NaN when unknown
+	FirstSeen   time.Time
+	LastSeen    time.Time
 }
 
 // RunFilter selects runs for ListRuns.

@@ -25,6 +25,9 @@ type runDetail struct {
 	stages    *fyne.Container
 	metrics   *fyne.Container
 	anomalies *fyne.Container
+	gpus      *fyne.Container // how the run used its GPUs, one line each
+	gpuBox    *fyne.Container
+	simulated map[string]bool // GPU UUIDs of the shown run that are simulated
 	content   fyne.CanvasObject
 
 	curve     *canvas.Image
@@ -57,6 +60,7 @@ func newRunDetail() *runDetail {
 		stages:    container.NewVBox(),
 		metrics:   container.NewVBox(),
 		anomalies: container.NewVBox(),
+		gpus:      container.NewVBox(),
 	}
 	d.info.Wrapping = fyne.TextWrapWord
 	d.curve = canvas.NewImageFromImage(nil)
@@ -91,10 +95,12 @@ func newRunDetail() *runDetail {
 		container.NewBorder(nil, nil, heading("Log"), d.logStage, d.logSearch),
 		d.logNote, logScroll)
 	d.logBox.Hide()
+	d.gpuBox = container.NewVBox(widget.NewSeparator(), heading("GPUs"), d.gpus)
+	d.gpuBox.Hide()
 	d.content = container.NewVScroll(container.NewVBox(
 		d.title, d.info, d.curveBox, d.logBox,
 		widget.NewSeparator(), heading("Anomalies"), d.anomalies,
-		widget.NewSeparator(), heading("Stages"), d.stages,
+		widget.NewSeparator(), heading("Stages"), d.stages, d.gpuBox,
 		widget.NewSeparator(), heading("Metrics (last value)"), d.metrics,
 	))
 	return d
@@ -183,7 +189,7 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 		fmt.Sprintf("Seed %d · priority %d · executor %s", r.Seed, r.Priority, r.Executor),
 	}
 	if gpus := runGPUs(r.Stages); len(gpus) > 0 {
-		lines = append(lines, "GPUs: "+strings.Join(gpus, ", "))
+		lines = append(lines, "GPUs: "+strings.Join(d.gpuNames(gpus), ", "))
 	}
 	if r.Error != "" {
 		why := "Why it failed: "
@@ -212,7 +218,7 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 		}
 		text := fmt.Sprintf("attempt %d/%d · exit %s · %s", s.Attempts, s.MaxAttempts, exit, took)
 		if gpus := latestGPUs(s); len(gpus) > 0 {
-			text += " · GPU " + strings.Join(gpus, ",")
+			text += " · GPU " + strings.Join(d.gpuNames(gpus), ",")
 		}
 		line := widget.NewLabel(text)
 		row := container.NewHBox(container.NewCenter(chip(s.Name, s.State)), line)

@@ -52,6 +52,12 @@ type Backend interface {
 	LogTail(ctx context.Context, runID, stage string, attempt, lines int) (string, error)
 }
 
+// gpuHistory is how the run view learns how a run used its GPUs; the
+// engine has it. A Backend without it shows no GPU summary.
+type gpuHistory interface {
+	GPUUsage(ctx context.Context, runID string) ([]engine.GPUUsage, error)
+}
+
 // Launcher prepares the run the "New run" action submits.
 type Launcher struct {
 	Name string                         // what the action says it launches
@@ -236,6 +242,7 @@ type snapshot struct {
 	curve     image.Image // the chosen metric of the selected run
 	curveKey  string      // its "stage/key"
 	anomalies []engine.AnomalyInfo
+	gpus      []engine.GPUUsage
 	log       logView // the log pane's stage and text
 	err       error
 }
@@ -254,6 +261,9 @@ func (v *MainView) Reload(ctx context.Context) {
 			s.sel = &r
 			s.metrics, _ = v.backend.LastMetrics(ctx, sel)
 			s.anomalies, _ = v.backend.Anomalies(ctx, sel)
+			if gh, ok := v.backend.(gpuHistory); ok {
+				s.gpus, _ = gh.GPUUsage(ctx, sel)
+			}
 			v.mu.Lock()
 			chosen, logY, logStage := v.metric, v.logY, v.logStage
 			v.mu.Unlock()
@@ -286,6 +296,7 @@ func (v *MainView) apply(s snapshot) {
 	if v.OnClone != nil {
 		v.detail.onRetryFix = v.onRetryFix
 	}
+	v.detail.showGPUs(s.sel != nil, s.gpus) // before show: it labels simulated GPUs
 	v.detail.show(s.sel, s.metrics, s.anomalies)
 	v.detail.showCurve(s.sel != nil, s.metrics, s.curveKey, s.curve)
 	v.detail.showLog(s.sel != nil, s.log)

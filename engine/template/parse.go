@@ -277,6 +277,23 @@ func (p *parser) sentinel(f *fieldSet, declared map[string]bool) sentinel.Policy
 		return nil
 	}
 	line := f.line("sentinel")
+	// An action names only do, set and max_retries: a misspelt key
+	// (sett:, retries:) would silently leave the template's answer out.
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kind, act := n.Content[i], n.Content[i+1]
+			if act.Kind != yaml.MappingNode {
+				continue
+			}
+			for j := 0; j+1 < len(act.Content); j += 2 {
+				switch key := act.Content[j]; key.Value {
+				case "do", "set", "max_retries":
+				default:
+					p.addf(key.Line, "sentinel: %s: unknown field %q (an action has do, set and max_retries)", kind.Value, key.Value)
+				}
+			}
+		}
+	}
 	var spec map[string]sentinel.Action
 	if err := n.Decode(&spec); err != nil {
 		p.addf(line, "sentinel must map anomaly kinds to actions, e.g. sentinel: {divergence: {do: retry, set: {lr: \"*0.1\"}}}: %v", err)

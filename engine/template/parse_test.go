@@ -492,15 +492,19 @@ func TestValidationErrorFormat(t *testing.T) {
 
 func TestParseSentinelSection(t *testing.T) {
 	base := "name: s\nparams:\n  lr: {type: float, default: 0.1}\nstages:\n  - name: a\n    command: [\"true\"]\n"
-	tm, err := Parse("s.yaml", []byte(base+"sentinel:\n  divergence: {do: retry, set: {lr: \"*0.1\"}}\n  hang: {do: stop}\n"))
+	tm, err := Parse("s.yaml", []byte(base+"sentinel:\n  divergence: {do: retry, set: {lr: \"*0.1\"}}\n  hang: {do: stop}\n"+
+		"  memory_leak: {do: retry}\n  overheating: {do: stop}\n  queue_stuck: {do: notify}\n"))
 	require.NoError(t, err)
-	require.Len(t, tm.Sentinel, 2)
+	require.Len(t, tm.Sentinel, 5)
 
 	tests := []struct{ name, section, line, want string }{
 		{"an unknown kind", "sentinel:\n  divergance: {do: stop}\n", "s.yaml:8:", "divergance"},
 		{"an unknown action", "sentinel:\n  nan: {do: explode}\n", "s.yaml:8:", `unknown action "explode"`},
 		{"a change to a parameter that does not exist", "sentinel:\n  nan: {do: retry, set: {lrr: \"*0.1\"}}\n", "s.yaml:8:", `sets "lrr", which is not a parameter`},
 		{"not a mapping", "sentinel: [stop]\n", "s.yaml:7:", "sentinel must map anomaly kinds to actions"},
+		{"a misspelt field of an action", "sentinel:\n  hang: {do: stop}\n  nan: {do: retry, sett: {lr: \"*0.1\"}}\n", "s.yaml:9:",
+			`sentinel: nan: unknown field "sett" (an action has do, set and max_retries)`},
+		{"a retry of a waiting stage", "sentinel:\n  queue_stuck: {do: retry}\n", "s.yaml:8:", "use flag, notify or stop"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

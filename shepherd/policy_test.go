@@ -83,7 +83,7 @@ func TestHerd(t *testing.T) {
 			queue: []Request{{ID: "a", GPUs: 1, MemPerGPUMiB: 10 * gib, Submit: t0},
 				{ID: "b", GPUs: 3, MemPerGPUMiB: 10 * gib, Submit: t0}},
 			want: map[string][]int{"a": {2}},
-			wait: map[string]string{"b": "needs 3×10 GiB on one NVLink group; largest free is 80 GiB on GPU 0; 1 of 3 fit now; 1 GPU too hot (91 °C); 1 GPU unhealthy; 1 GPU held by a run that does not share; first in line"},
+			wait: map[string]string{"b": "needs 3×10 GiB; largest free is 80 GiB on GPU 0; 1 of 3 fit now; 1 GPU too hot (91 °C); 1 GPU unhealthy; 1 GPU held by a run that does not share; first in line"},
 		},
 		{
 			// Group nv0 = GPUs 0,1 (30 and 80 free), nv1 = GPUs 2,3 (80, 80).
@@ -98,7 +98,7 @@ func TestHerd(t *testing.T) {
 			name:  "gang waits rather than span groups",
 			inv:   machine(2, 40, 10, 40, 10),
 			queue: []Request{{ID: "g", GPUs: 2, MemPerGPUMiB: 40 * gib, Submit: t0}},
-			wait:  map[string]string{"g": "needs 2×40 GiB on one NVLink group; largest free is 40 GiB on GPU 0; 2 GPUs fit, but not 2 on one group; first in line"},
+			wait:  map[string]string{"g": "needs 2×40 GiB on one linked group; largest free is 40 GiB on GPU 0; 2 GPUs fit, but not 2 on one group; first in line"},
 		},
 		{
 			// GPU 0 holds one sharing run and 50 GiB free; GPU 1 is empty.
@@ -135,7 +135,7 @@ func TestHerd(t *testing.T) {
 				{ID: "tiny", GPUs: 1, MemPerGPUMiB: 10 * gib, Priority: 1, Submit: t0, Shareable: true, Estimate: 20 * time.Minute}},
 			want: map[string][]int{"tiny": {0}},
 			wait: map[string]string{
-				"big":   "needs 2×70 GiB on one NVLink group; largest free is 80 GiB on GPU 0; 1 of 2 fit now; GPU 0,1 reserved for it from about Mar 1 10:00; first in line",
+				"big":   "needs 2×70 GiB; largest free is 80 GiB on GPU 0; 1 of 2 fit now; GPU 0,1 reserved for it from about Mar 1 10:00; first in line",
 				"short": "needs 1×10 GiB; largest free is 70 GiB on GPU 0; 1 GPU reserved for a run ahead; 1 run ahead",
 			},
 		},
@@ -217,5 +217,5 @@ func TestByName(t *testing.T) {
 		require.Equal(t, n, p.Name)
 	}
 	_, err := ByName("sjf")
-	require.EqualError(t, err, `unknown policy "sjf": choose one of herd, bestfit, fifo`)
+	require.EqualError(t, err, `unknown policy "sjf": choose one of herd, bestfit, las, fifo`)
 }

@@ -47,7 +47,7 @@ func randomState(rng *rand.Rand) State {
 	return st
 }
 
-func allPolicies() []Policy { return []Policy{Herd(HerdOptions{}), BestFit(), FIFO()} }
+func allPolicies() []Policy { return []Policy{Herd(HerdOptions{}), BestFit(), LAS(), FIFO()} }
 
 // TestPropertiesOverRandomStates checks, for every policy over 600 random
 // machines and queues: no GPU over-committed in memory (nor, for herd, in

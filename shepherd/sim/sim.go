@@ -8,14 +8,17 @@ import (
 	"time"
 
 	"niuma/shepherd"
+	"niuma/shepherd/predict"
 )
 
-// Config is the simulated workstation and the policy under test.
+// Config is the simulated workstation, the policy under test and the
+// estimate regime it is measured under.
 type Config struct {
 	GPUs      int
 	GPUMiB    int64
-	GroupSize int // GPUs per NVLink group; 0 = all GPUs in one group
+	GroupSize int // GPUs per linked group; 0 = all GPUs in one group
 	Policy    shepherd.Policy
+	Estimates Estimates
 	// Alpha is the co-location slowdown: a run on a GPU with k runs goes at
 	// 1/(1+Alpha·(k−1)) of its solo speed (0.5: two runs each at 2/3, the
 	// pair doing 1.33× the work of one).
@@ -25,10 +28,11 @@ type Config struct {
 	PreemptLossSec float64
 }
 
-// DefaultConfig is 8×80 GiB in one NVLink group, the herd policy, Alpha 0.5
-// and 5 minutes lost per preemption.
+// DefaultConfig is 8×80 GiB in one linked group, the herd policy with
+// predicted estimates, Alpha 0.5 and 5 minutes lost per preemption.
 func DefaultConfig() Config {
-	return Config{GPUs: 8, GPUMiB: 80 * 1024, Policy: shepherd.Herd(shepherd.HerdOptions{}), Alpha: 0.5, PreemptLossSec: 300}
+	return Config{GPUs: 8, GPUMiB: 80 * 1024, Policy: shepherd.Herd(shepherd.HerdOptions{}), Estimates: Predicted,
+		Alpha: 0.5, PreemptLossSec: 300}
 }
 
 // ParseGPUs reads "8x80GiB" (count × memory per GPU, GiB or MiB).
@@ -50,7 +54,7 @@ func ParseGPUs(s string) (n int, mib int64, err error) {
 // base is the simulated clock's zero.
 var base = time.Date(2017, 10, 1, 0, 0, 0, 0, time.UTC)
 
-func at(t float64) time.Time { return base.Add(time.Duration(t * float64(time.Second))) }
+func at(t float64) time.Time { return base.Add(seconds(t)) }
 
 type sjob struct {
 	Job
@@ -58,9 +62,12 @@ type sjob struct {
 	left      float64 // work left, seconds
 	rate      float64
 	gpus      []int
-	start     float64 // of the current placement
+	start     float64 // of the current attempt
 	first     float64 // first start; -1 before
 	end       float64
+	ran       float64 // wall seconds of earlier attempts
+	req       shepherd.Request
+	placed    shepherd.Running
 	preempted int
 }
 
@@ -68,20 +75,25 @@ type sjob struct {
 // reports what happened. Jobs that can never fit the machine are counted
 // as Refused and left out of the figures.
 func Replay(jobs []Job, cfg Config) Report {
-	r, _ := replayDone(jobs, cfg)
+	r, _ := replay(jobs, cfg, nil)
 	return r
 }
 
-func replayDone(jobs []Job, cfg Config) (Report, []*sjob) {
+// replay is Replay, telling onRequest (when set) every request it builds.
+func replay(jobs []Job, cfg Config, onRequest func(shepherd.Request)) (Report, []*sjob) {
 	if cfg.GroupSize <= 0 {
 		cfg.GroupSize = cfg.GPUs
 	}
 	inv := shepherd.Inventory{GPUs: make([]shepherd.GPU, cfg.GPUs)}
 	for i := range inv.GPUs {
 		inv.GPUs[i] = shepherd.GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), TotalMiB: cfg.GPUMiB, FreeMiB: cfg.GPUMiB,
-			Healthy: true, Group: fmt.Sprintf("nvlink%d", i/cfg.GroupSize)}
+			Healthy: true, Group: fmt.Sprintf("link%d", i/cfg.GroupSize)}
 	}
-	s := &state{cfg: cfg, inv: inv, sched: shepherd.NewScheduler(cfg.Policy), free: make([]int64, cfg.GPUs), tenants: make([]int, cfg.GPUs)}
+	s := &state{cfg: cfg, inv: inv, sched: shepherd.NewScheduler(cfg.Policy), free: make([]int64, cfg.GPUs),
+		tenants: make([]int, cfg.GPUs), onRequest: onRequest}
+	if cfg.Estimates.Mode == "predicted" {
+		s.pred = predict.New(predict.Options{})
+	}
 	for i := range s.free {
 		s.free[i] = cfg.GPUMiB
 	}
@@ -113,7 +125,11 @@ func replayDone(jobs []Job, cfg Config) (Report, []*sjob) {
 			if r := s.running[k]; r.left <= 1e-6 {
 				s.stop(k)
 				r.end = s.t
+				r.ran += s.t - r.start
 				s.done = append(s.done, r)
+				if s.pred != nil {
+					s.pred.Observe(predict.Run{Key: predictKey(&r.Job), Duration: seconds(r.ran)})
+				}
 				k--
 				changed = true
 			}
@@ -132,17 +148,20 @@ func replayDone(jobs []Job, cfg Config) (Report, []*sjob) {
 }
 
 type state struct {
-	cfg     Config
-	sched   *shepherd.Scheduler
-	inv     shepherd.Inventory
-	free    []int64
-	tenants []int
-	t       float64
-	queue   []*sjob
-	reqs    []shepherd.Request
-	running []*sjob
-	done    []*sjob
-	rep     Report
+	cfg       Config
+	sched     *shepherd.Scheduler
+	pred      *predict.Predictor
+	onRequest func(shepherd.Request)
+	inv       shepherd.Inventory
+	free      []int64
+	tenants   []int
+	t         float64
+	queue     []*sjob
+	reqs      []shepherd.Request
+	running   []*sjob
+	runs      []shepherd.Running
+	done      []*sjob
+	rep       Report
 	// integrals over time
 	busyGPU, usedMem, stranded, waitingTime float64
 }
@@ -176,15 +195,20 @@ func (s *state) advance(t float64) {
 	s.t = t
 }
 
-// enqueue puts a job in the queue (again, after a preemption).
+// enqueue puts a job in the queue (again, after a preemption): its request
+// is built from its need at this moment, as the engine builds a ready
+// stage's.
 func (s *state) enqueue(j *sjob) {
-	s.queue = append(s.queue, j)
-	est := time.Duration(0)
-	if j.Estimate > 0 {
-		est = time.Duration(j.Estimate * j.left / j.Duration * float64(time.Second))
+	var p predict.Source
+	if s.pred != nil {
+		p = s.pred
 	}
-	s.reqs = append(s.reqs, shepherd.Request{ID: j.ID, GPUs: j.GPUs, MemPerGPUMiB: j.mem, Priority: j.Priority,
-		Submit: at(j.Submit), Preemptible: j.Preemptible, Estimate: est, Shareable: j.Shareable})
+	j.req = shepherd.Build(NeedOf(&j.Job, j.mem, at(s.t), seconds(j.ran), s.cfg.Estimates, p))
+	if s.onRequest != nil {
+		s.onRequest(j.req)
+	}
+	s.queue = append(s.queue, j)
+	s.reqs = append(s.reqs, j.req)
 }
 
 // mightPlace says whether an arrival could change anything: some GPU has
@@ -196,9 +220,10 @@ func (s *state) mightPlace(j *sjob) bool {
 			return true
 		}
 	}
-	if s.cfg.Policy.Preempt && !j.Preemptible {
+	p := &s.cfg.Policy
+	if p.Preempt && !j.Preemptible {
 		for _, r := range s.running {
-			if r.Preemptible && r.Priority < j.Priority {
+			if r.Preemptible && (r.Priority < j.Priority || p.PreemptForService && r.Priority == j.Priority) {
 				return true
 			}
 		}
@@ -244,18 +269,12 @@ func (s *state) schedule() {
 		for g := range s.inv.GPUs {
 			s.inv.GPUs[g].FreeMiB = s.free[g]
 		}
-		running := make([]shepherd.Running, len(s.running))
-		for k, r := range s.running {
-			uu := make([]string, len(r.gpus))
-			for i, g := range r.gpus {
-				uu[i] = s.inv.GPUs[g].UUID
-			}
-			running[k] = shepherd.Running{ID: r.ID, GPUs: uu, MemPerGPUMiB: r.mem, Priority: r.Priority,
-				Preemptible: r.Preemptible, Shareable: r.Shareable, Start: at(r.start),
-				Estimate: time.Duration(r.Estimate * (r.left + (s.t-r.start)*r.rate) / r.Duration * float64(time.Second))}
+		s.runs = s.runs[:0]
+		for _, r := range s.running {
+			s.runs = append(s.runs, r.placed)
 		}
 		s.rep.Passes++
-		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: running, Queue: s.reqs, Now: at(s.t), Terse: true})
+		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true})
 		var victims []string
 		var touched []int
 		keep := 0
@@ -280,6 +299,7 @@ func (s *state) schedule() {
 			if j.first < 0 {
 				j.first = s.t
 			}
+			j.placed = j.req.Placement(d.GPUs, d.Host, at(s.t))
 			s.running = append(s.running, j)
 			touched = append(touched, j.gpus...)
 		}
@@ -296,6 +316,7 @@ func (s *state) schedule() {
 			}
 			r := s.running[k]
 			s.stop(k)
+			r.ran += s.t - r.start
 			r.left = min(r.Duration, r.left+min(s.cfg.PreemptLossSec, s.t-r.start))
 			r.preempted++
 			s.rep.Preemptions++

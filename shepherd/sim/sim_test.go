@@ -121,8 +121,9 @@ func TestReplayArithmetic(t *testing.T) {
 		// resumes at 3600+600 = 4200 with 10000-3600+300 = 6700 s left: ends at 10900.
 		cfg := one
 		cfg.Policy = shepherd.Herd(shepherd.HerdOptions{})
-		r := Replay([]Job{{ID: "spot", Duration: 10000, GPUs: 1, MemMilli: 1000, Preemptible: true, Estimate: 10000},
-			{ID: "urgent", Submit: 3600, Duration: 600, GPUs: 1, MemMilli: 1000, Priority: 2, Estimate: 600}}, cfg)
+		cfg.Estimates = Noisy(0) // users' estimates, exact
+		r := Replay([]Job{{ID: "spot", Duration: 10000, GPUs: 1, MemMilli: 1000, Preemptible: true},
+			{ID: "urgent", Submit: 3600, Duration: 600, GPUs: 1, MemMilli: 1000, Priority: 2}}, cfg)
 		require.Equal(t, 1, r.Preemptions)
 		require.InDelta(t, 600, r.Classes[1].AvgJCT, 1e-6)
 		require.InDelta(t, 10900, r.Classes[0].AvgJCT, 1e-6)
@@ -162,9 +163,7 @@ func TestPackTestdata(t *testing.T) {
 	pods, err := LoadPAI(f, 8)
 	require.NoError(t, err)
 	require.NotEmpty(t, pods)
-	cfg := DefaultConfig()
-	cfg.Policy = shepherd.BestFit()
-	r := Pack(pods, cfg)
+	r := Pack(pods, Workstation(8, 80*1024, 0), shepherd.BestFit())
 	// 8 GPUs hold at most 8 whole-GPU pods' worth: the first refusal comes early.
 	require.Positive(t, r.Placed)
 	require.LessOrEqual(t, r.UsedGiB, 8*80.0)

@@ -22,11 +22,11 @@ func TestBuild(t *testing.T) {
 	}{
 		{"no estimate, no history: unknown", base, 0, 0},
 		{"the predictor's median, bounded by its 90th percentile", with(func(n *Need) { n.Predicted = pred }), 20 * time.Minute, 50 * time.Minute},
-		{"the user's estimate overrides the predictor", with(func(n *Need) { n.Predicted, n.Estimate = pred, 2 * time.Hour }), 2 * time.Hour, 2 * time.Hour},
+		{"the user's estimate overrides the predictor", with(func(n *Need) { n.Predicted, n.Estimate = pred, 2*time.Hour }), 2 * time.Hour, 2 * time.Hour},
 		// 2 h estimated, 30 min already run before a preemption: 1.5 h left.
-		{"earlier attempts are taken off", with(func(n *Need) { n.Estimate, n.Attained = 2 * time.Hour, 30 * time.Minute }), 90 * time.Minute, 90 * time.Minute},
+		{"earlier attempts are taken off", with(func(n *Need) { n.Estimate, n.Attained = 2*time.Hour, 30*time.Minute }), 90 * time.Minute, 90 * time.Minute},
 		// 20 min predicted (50 min high), 40 min run: past the median, 10 min under the bound.
-		{"past the estimate: as long again as it ran", with(func(n *Need) { n.Predicted, n.Attained = pred, 40 * time.Minute }), 40 * time.Minute, 10 * time.Minute},
+		{"past the estimate: as long again as it ran", with(func(n *Need) { n.Predicted, n.Attained = pred, 40*time.Minute }), 40 * time.Minute, 10 * time.Minute},
 		{"past the bound too: no bound", with(func(n *Need) { n.Predicted, n.Attained = pred, time.Hour }), time.Hour, 0},
 	}
 	for _, tt := range tests {

@@ -33,6 +33,7 @@ type pass struct {
 	// statuses ps.status holds for the pass's own slots, if any.
 	filters, filtersNoRes []Filter
 	lastFit               *Request
+	reservedUntil         time.Time // of the pass's reservation (one head per pass)
 	// Buffers reused from pass to pass.
 	byUUID, hostIdx   map[string]int
 	groupID           map[[2]string]int
@@ -52,7 +53,7 @@ type ending struct {
 
 // reset readies the pass for a new State, reusing its buffers.
 func (ps *pass) reset(p *Policy, st *State) {
-	ps.p, ps.st, ps.ver, ps.lastFit = p, st, 0, nil
+	ps.p, ps.st, ps.ver, ps.lastFit, ps.reservedUntil = p, st, 0, nil, time.Time{}
 	ps.running = append(ps.running[:0], st.Running...)
 	ps.minCPU = -1
 	if ps.byUUID == nil {
@@ -450,6 +451,7 @@ func (ps *pass) head(d *Decision, c *Cycle) {
 
 func (ps *pass) reserve(pick []int, until time.Time, id string) {
 	ps.ver++
+	ps.reservedUntil = until
 	for _, i := range pick {
 		ps.slots[i].ReservedUntil, ps.slots[i].ReservedFor = until, id
 	}
@@ -502,26 +504,48 @@ func (ps *pass) victims(c *Cycle) ([]string, []int) {
 
 // wait fills a waiting decision's reason: its code, parameters and words,
 // e.g. "needs 2×40 GiB on one linked group; largest free is 24 GiB on GPU
-// 1; 3 runs ahead".
-func (ps *pass) wait(d *Decision, req *Request, ahead int) {
+// 1; 3 runs ahead". Requests of one shape that wait at the same state of
+// the pass wait for the same reasons: the first one's is kept (si) and
+// reused, which keeps a pass over a long queue fast.
+func (ps *pass) wait(d *Decision, req *Request, ahead int, si *shapeInfo) {
 	if ps.st.Terse {
 		d.Reason.Code, d.Reason.Text, d.Wait = WaitQueued, "waiting", "waiting"
 		return
 	}
 	r := &d.Reason
-	r.NeedGPUs, r.NeedMiB, r.NeedCPUMilli, r.NeedMemMiB = req.GPUs, req.MemPerGPUMiB, req.CPUMilli, req.MemMiB
-	r.Ahead, r.LargestFreeGPU = ahead, -1
-	switch {
-	case req.GPUs <= 0:
-		ps.hostReason(r, req, -1)
-	case len(ps.slots) == 0:
-		r.Code, r.Detail = WaitNoGPUs, ps.st.Inventory.Reason
-	case !ps.neverFits(r, req):
-		ps.blockers(r, req)
+	preempting, reserved, from := r.Preempting, r.Reserved, r.ReservedFrom
+	beforeRes := ps.endsBeforeReservations(req)
+	if si != nil && si.whyVer == ps.ver && si.whyBeforeRes == beforeRes {
+		*r = si.why
+	} else {
+		*r = Reason{NeedGPUs: req.GPUs, NeedMiB: req.MemPerGPUMiB, NeedCPUMilli: req.CPUMilli, NeedMemMiB: req.MemMiB, LargestFreeGPU: -1}
+		switch {
+		case req.GPUs <= 0:
+			ps.hostReason(r, req, -1)
+		case len(ps.slots) == 0:
+			r.Code, r.Detail = WaitNoGPUs, ps.st.Inventory.Reason
+		case !ps.neverFits(r, req):
+			ps.blockers(r, req)
+		}
+		gang := ps.p.Gang && req.GPUs > 1 && req.GPUs <= ps.maxGroup && ps.groups > 1
+		r.Text = r.body(gang)
+		if si != nil {
+			si.why, si.whyVer, si.whyBeforeRes = *r, ps.ver, beforeRes
+		}
 	}
-	gang := ps.p.Gang && req.GPUs > 1 && req.GPUs <= ps.maxGroup && ps.groups > 1
-	r.Text = r.sentence(gang)
+	r.Preempting, r.Reserved, r.ReservedFrom, r.Ahead = preempting, reserved, from, ahead
+	r.Text += r.action() + position(ahead)
 	d.Wait = r.Text
+}
+
+// endsBeforeReservations says whether req's estimate lets it backfill the
+// GPUs reserved in this pass (which the Reserved filter decides by).
+func (ps *pass) endsBeforeReservations(req *Request) bool {
+	if ps.reservedUntil.IsZero() {
+		return false
+	}
+	est := effEst(req)
+	return est < 1<<63-1 && !ps.st.Now.Add(est).After(ps.reservedUntil)
 }
 
 // neverFits fills r when this machine could not hold req even empty.
@@ -583,7 +607,18 @@ func (ps *pass) hostReason(r *Reason, req *Request, at int) {
 
 // causeOrder breaks ties between causes that refused as many GPUs: the
 // first is the more useful to hear.
-var causeOrder = []ReasonCode{WaitGPUMemory, WaitReserved, WaitGPUBusy, WaitCPU, WaitHostMemory, WaitGPUHot, WaitGPUUnhealthy}
+var causeOrderArr = [...]ReasonCode{WaitGPUMemory, WaitReserved, WaitGPUBusy, WaitCPU, WaitHostMemory, WaitGPUHot, WaitGPUUnhealthy}
+
+var causeOrder = causeOrderArr[:]
+
+func causeIndex(c ReasonCode) int {
+	for k, o := range causeOrderArr {
+		if o == c {
+			return k
+		}
+	}
+	return 0
+}
 
 // blockers fills r with why the GPUs refuse req now: the largest free
 // memory, how many GPUs fit, and how many each filter refused.
@@ -592,7 +627,7 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 		c := ps.cycle(req)
 		ps.fit(&c, ps.slots, ps.hosts, true)
 	}
-	count := map[ReasonCode]int{}
+	var count [len(causeOrderArr)]int
 	hostAt := -1
 	for i, s := range ps.slots {
 		if s.Healthy && (r.LargestFreeGPU < 0 || s.Free > r.LargestFreeMiB) {
@@ -603,7 +638,7 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 			r.Fit++
 			continue
 		}
-		count[st.Cause]++
+		count[causeIndex(st.Cause)]++
 		switch st.Cause {
 		case WaitGPUMemory:
 			continue // said by "largest free"
@@ -627,9 +662,9 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 		return
 	}
 	best := -1
-	for _, c := range causeOrder {
-		if count[c] > best {
-			r.Code, best = c, count[c]
+	for k, c := range causeOrder {
+		if count[k] > best {
+			r.Code, best = c, count[k]
 		}
 	}
 	if r.Code == WaitCPU || r.Code == WaitHostMemory {

@@ -335,7 +335,7 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		if !ok {
 			idx = int32(len(sc.shapes))
 			sc.shapeIdx[sh] = idx
-			sc.shapes = append(sc.shapes, shapeInfo{minEst: effEst(r), deadVer: -1, failVer: -1})
+			sc.shapes = append(sc.shapes, shapeInfo{minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1})
 		} else {
 			sc.shapes[idx].minEst = min(sc.shapes[idx].minEst, effEst(r))
 		}
@@ -377,14 +377,14 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 				fullVer, full = ps.ver, ps.full()
 			}
 			if full {
-				ps.wait(d, req, ahead)
+				ps.wait(d, req, ahead, &shapes[k.shape])
 				ahead++
 				continue
 			}
 		}
 		si := &shapes[k.shape]
 		if si.failVer == ps.ver && effEst(req) >= si.failEst && headDone {
-			ps.wait(d, req, ahead)
+			ps.wait(d, req, ahead, si)
 			ahead++
 			continue
 		}
@@ -404,7 +404,7 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 			headDone = true
 			ps.head(d, &c)
 		}
-		ps.wait(d, req, ahead)
+		ps.wait(d, req, ahead, si)
 		ahead++
 	}
 	if st.Terse {
@@ -412,7 +412,7 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 			if out[i].Host != "" || out[i].GPUs != nil || out[i].Wait != "" || out[i].placed {
 				continue
 			}
-			ps.wait(&out[i], &st.Queue[i], 0) // left in the heap: nothing could place them
+			ps.wait(&out[i], &st.Queue[i], 0, nil) // left in the heap: nothing could place them
 		}
 	}
 	for i := range out {
@@ -438,6 +438,11 @@ type shapeInfo struct {
 	minEst           time.Duration
 	failEst          time.Duration
 	failVer, deadVer int
+	// why is the reason its requests wait, composed at version whyVer
+	// (for those that end before the pass's reservation, or not).
+	why          Reason
+	whyVer       int
+	whyBeforeRes bool
 }
 
 // effEst is the estimate the Reserved filter judges by: the high estimate

@@ -2,6 +2,7 @@ package shepherd
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -82,73 +83,97 @@ type Refusal struct {
 	GPUs  int
 }
 
-// sentence composes r.Text from the parameters; oneGroup says whether the
-// machine's GPUs form one group (then groups go unsaid).
-func (r *Reason) sentence(gang bool) string {
-	var b strings.Builder
+// body is the first part of the sentence: what the request needs and what
+// holds it back. gang says whether to name the linked group.
+func (r *Reason) body(gang bool) string {
 	if r.NeedGPUs <= 0 {
-		b.WriteString(r.hostWords())
-	} else {
-		b.WriteString("needs ")
-		b.WriteString(need(Request{GPUs: r.NeedGPUs, MemPerGPUMiB: r.NeedMiB}))
-		if gang {
-			b.WriteString(" on one linked group")
+		return r.hostWords()
+	}
+	var b strings.Builder
+	b.WriteString("needs ")
+	b.WriteString(need(Request{GPUs: r.NeedGPUs, MemPerGPUMiB: r.NeedMiB}))
+	if gang {
+		b.WriteString(" on one linked group")
+	}
+	b.WriteString("; ")
+	switch r.Code {
+	case WaitNoGPUs:
+		b.WriteString("this machine has no GPUs")
+		if r.Detail != "" {
+			b.WriteString(" (" + r.Detail + ")")
 		}
-		b.WriteString("; ")
-		switch r.Code {
-		case WaitNoGPUs:
-			b.WriteString("this machine has no GPUs")
-			if r.Detail != "" {
-				b.WriteString(" (" + r.Detail + ")")
-			}
-		case WaitNeverFits:
-			b.WriteString("this machine can never hold it (" + r.Detail + ")")
-		default:
-			var parts []string
-			if r.LargestFreeGPU >= 0 {
-				parts = append(parts, fmt.Sprintf("largest free is %s on GPU %d", mib(r.LargestFreeMiB), r.LargestFreeGPU))
-			}
-			switch {
-			case r.Code == WaitGroup:
-				parts = append(parts, fmt.Sprintf("%d GPUs fit, but not %d on one group", r.Fit, r.NeedGPUs))
-			case r.Fit > 0:
-				parts = append(parts, fmt.Sprintf("%d of %d fit now", r.Fit, r.NeedGPUs))
-			}
-			for _, f := range r.Refusals {
-				if f.GPUs == 1 {
-					parts = append(parts, "1 GPU "+f.Words)
-				} else {
-					parts = append(parts, fmt.Sprintf("%d GPUs %s", f.GPUs, f.Words))
-				}
-			}
-			if r.Code == WaitCPU || r.Code == WaitHostMemory {
-				parts = append(parts, r.hostWords())
-			}
-			b.WriteString(strings.Join(parts, "; "))
+		return b.String()
+	case WaitNeverFits:
+		b.WriteString("this machine can never hold it (" + r.Detail + ")")
+		return b.String()
+	}
+	sep := func() {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "; ") {
+			b.WriteString("; ")
 		}
 	}
+	if r.LargestFreeGPU >= 0 {
+		b.WriteString("largest free is ")
+		b.WriteString(mib(r.LargestFreeMiB))
+		b.WriteString(" on GPU ")
+		b.WriteString(strconv.Itoa(r.LargestFreeGPU))
+	}
+	switch {
+	case r.Code == WaitGroup:
+		sep()
+		fmt.Fprintf(&b, "%d GPUs fit, but not %d on one group", r.Fit, r.NeedGPUs)
+	case r.Fit > 0:
+		sep()
+		fmt.Fprintf(&b, "%d of %d fit now", r.Fit, r.NeedGPUs)
+	}
+	for _, f := range r.Refusals {
+		sep()
+		if f.GPUs == 1 {
+			b.WriteString("1 GPU ")
+		} else {
+			b.WriteString(strconv.Itoa(f.GPUs))
+			b.WriteString(" GPUs ")
+		}
+		b.WriteString(f.Words)
+	}
+	if r.Code == WaitCPU || r.Code == WaitHostMemory {
+		sep()
+		b.WriteString(r.hostWords())
+	}
+	return strings.TrimSuffix(b.String(), "; ")
+}
+
+// action is what the shepherd does for the request: "; stopping spot
+// run(s) a to make room", "; GPU 0,1 reserved for it from about Mar 1
+// 10:00", or nothing.
+func (r *Reason) action() string {
 	switch {
 	case len(r.Preempting) > 0:
-		fmt.Fprintf(&b, "; stopping spot run(s) %s to make room", strings.Join(r.Preempting, ", "))
+		return "; stopping spot run(s) " + strings.Join(r.Preempting, ", ") + " to make room"
 	case len(r.Reserved) > 0:
 		idx := make([]string, len(r.Reserved))
 		for k, i := range r.Reserved {
-			idx[k] = fmt.Sprint(i)
+			idx[k] = strconv.Itoa(i)
 		}
-		fmt.Fprintf(&b, "; GPU %s reserved for it", strings.Join(idx, ","))
+		out := "; GPU " + strings.Join(idx, ",") + " reserved for it"
 		if !r.ReservedFrom.IsZero() {
-			fmt.Fprintf(&b, " from about %s", r.ReservedFrom.UTC().Format("Jan 2 15:04"))
+			out += " from about " + r.ReservedFrom.UTC().Format("Jan 2 15:04")
 		}
+		return out
 	}
-	switch r.Ahead {
+	return ""
+}
+
+// position is the request's place among those that wait: "; first in
+// line", "; 3 runs ahead".
+func position(ahead int) string {
+	switch ahead {
 	case 0:
-		b.WriteString("; first in line")
+		return "; first in line"
 	case 1:
-		b.WriteString("; 1 run ahead")
-	default:
-		fmt.Fprintf(&b, "; %d runs ahead", r.Ahead)
+		return "; 1 run ahead"
 	}
-	return b.String()
+	return "; " + strconv.Itoa(ahead) + " runs ahead"
 }
 
 // hostWords says what of the host's CPUs and memory holds the request

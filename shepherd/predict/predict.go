@@ -80,9 +80,14 @@ type Options struct {
 
 // Predictor learns durations per key. It is not safe for concurrent use.
 type Predictor struct {
-	o    Options
-	keys map[string]*history
+	o       Options
+	keys    map[string]*history
+	version int
 }
+
+// Version counts the runs observed: predictions made at one version hold
+// until the next Observe.
+func (p *Predictor) Version() int { return p.version }
 
 type history struct {
 	runs  []Run // oldest first, at most Window
@@ -120,6 +125,7 @@ func (p *Predictor) Observe(r Run) {
 	}
 	h.runs = append(h.runs, r)
 	h.model = nil
+	p.version++
 }
 
 // Predict implements Source.

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func TestDiag(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Policy, _ = shepherd.ByName(pol)
 			cfg.Estimates = NoEstimates
-			_, done := replay(Rescale(s.Jobs, 0.8, 8), cfg, nil)
+			_, done := replay(Rescale(s.Jobs, 0.8, 8), cfg, hooks{})
 			var sum float64
 			for _, j := range done {
 				sum += j.end - j.Submit
@@ -56,12 +57,24 @@ func TestDiag(t *testing.T) {
 	}
 }
 
+func robust(p *shepherd.Policy) {
+	p.AgeToTop = true
+	p.FewerGPUsFirst = true
+	p.ServiceLevels = []time.Duration{time.Hour}
+	p.PreemptForService = true
+}
+
 func herdWith(f func(p *shepherd.Policy)) func() shepherd.Policy {
 	return func() shepherd.Policy { p := shepherd.Herd(shepherd.HerdOptions{}); f(&p); return p }
 }
 
 var variant = map[string]func() shepherd.Policy{
 	"herd":            herdWith(func(p *shepherd.Policy) {}),
+	"A":               herdWith(robust),
+	"A-nores":         herdWith(func(p *shepherd.Policy) { robust(p); p.Reserve = false }),
+	"A-hold8":         herdWith(func(p *shepherd.Policy) { robust(p); p.HoldLimit = 8 * time.Hour }),
+	"A-age2":          herdWith(func(p *shepherd.Policy) { robust(p); p.AgingStep = 2 * time.Hour }),
+	"A-f8":            herdWith(func(p *shepherd.Policy) { robust(p); p.AgingFactor = 8 }),
 	"top":             herdWith(func(p *shepherd.Policy) { p.AgeToTop = true }),
 	"top-fewer":       herdWith(func(p *shepherd.Policy) { p.AgeToTop = true; p.FewerGPUsFirst = true }),
 	"top-fewer-nores": herdWith(func(p *shepherd.Policy) { p.AgeToTop = true; p.FewerGPUsFirst = true; p.Reserve = false }),
@@ -101,10 +114,17 @@ func TestVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setups := []Setup{{Policy: "bestfit"}}
-	est, _ := ParseEstimates(*evEst)
+	setups := []Setup{{Policy: "bestfit"}, {Policy: "las"}}
 	for _, v := range splitList(*evVariants) {
-		setups = append(setups, Setup{Policy: v, Estimates: est, Make: variant[v]})
+		name, e, ok := strings.Cut(v, "/")
+		if !ok {
+			e = *evEst
+		}
+		est, err := ParseEstimates(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setups = append(setups, Setup{Policy: name, Estimates: est, Make: variant[name]})
 	}
 	var loads []float64
 	for _, l := range splitList(*evLoads) {

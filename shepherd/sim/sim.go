@@ -66,6 +66,7 @@ type sjob struct {
 	first     float64 // first start; -1 before
 	end       float64
 	ran       float64 // wall seconds of earlier attempts
+	ready     float64 // when it last joined the queue
 	req       shepherd.Request
 	placed    shepherd.Running
 	preempted int
@@ -75,12 +76,19 @@ type sjob struct {
 // reports what happened. Jobs that can never fit the machine are counted
 // as Refused and left out of the figures.
 func Replay(jobs []Job, cfg Config) Report {
-	r, _ := replay(jobs, cfg, nil)
+	r, _ := replay(jobs, cfg, hooks{})
 	return r
 }
 
-// replay is Replay, telling onRequest (when set) every request it builds.
-func replay(jobs []Job, cfg Config, onRequest func(shepherd.Request)) (Report, []*sjob) {
+// hooks let a test watch a replay: every request built and every run the
+// predictor learns from, in order.
+type hooks struct {
+	request func(t float64, j *Job, r shepherd.Request)
+	learn   func(t float64, r predict.Run)
+}
+
+// replay is Replay, telling hooks what it does.
+func replay(jobs []Job, cfg Config, h hooks) (Report, []*sjob) {
 	if cfg.GroupSize <= 0 {
 		cfg.GroupSize = cfg.GPUs
 	}
@@ -90,7 +98,7 @@ func replay(jobs []Job, cfg Config, onRequest func(shepherd.Request)) (Report, [
 			Healthy: true, Group: fmt.Sprintf("link%d", i/cfg.GroupSize)}
 	}
 	s := &state{cfg: cfg, inv: inv, sched: shepherd.NewScheduler(cfg.Policy), free: make([]int64, cfg.GPUs),
-		tenants: make([]int, cfg.GPUs), onRequest: onRequest}
+		tenants: make([]int, cfg.GPUs), hooks: h}
 	if cfg.Estimates.Mode == "predicted" {
 		s.pred = predict.New(predict.Options{})
 	}
@@ -128,7 +136,11 @@ func replay(jobs []Job, cfg Config, onRequest func(shepherd.Request)) (Report, [
 				r.ran += s.t - r.start
 				s.done = append(s.done, r)
 				if s.pred != nil {
-					s.pred.Observe(predict.Run{Key: predictKey(&r.Job), Duration: seconds(r.ran)})
+					run := predict.Run{Key: predictKey(&r.Job), Duration: seconds(r.ran)}
+					s.pred.Observe(run)
+					if s.hooks.learn != nil {
+						s.hooks.learn(s.t, run)
+					}
 				}
 				k--
 				changed = true
@@ -148,20 +160,21 @@ func replay(jobs []Job, cfg Config, onRequest func(shepherd.Request)) (Report, [
 }
 
 type state struct {
-	cfg       Config
-	sched     *shepherd.Scheduler
-	pred      *predict.Predictor
-	onRequest func(shepherd.Request)
-	inv       shepherd.Inventory
-	free      []int64
-	tenants   []int
-	t         float64
-	queue     []*sjob
-	reqs      []shepherd.Request
-	running   []*sjob
-	runs      []shepherd.Running
-	done      []*sjob
-	rep       Report
+	cfg     Config
+	sched   *shepherd.Scheduler
+	pred    *predict.Predictor
+	predVer int // the predictor's version the queue's requests were built at
+	hooks   hooks
+	inv     shepherd.Inventory
+	free    []int64
+	tenants []int
+	t       float64
+	queue   []*sjob
+	reqs    []shepherd.Request
+	running []*sjob
+	runs    []shepherd.Running
+	done    []*sjob
+	rep     Report
 	// integrals over time
 	busyGPU, usedMem, stranded, waitingTime float64
 }
@@ -195,20 +208,27 @@ func (s *state) advance(t float64) {
 	s.t = t
 }
 
-// enqueue puts a job in the queue (again, after a preemption): its request
-// is built from its need at this moment, as the engine builds a ready
-// stage's.
+// enqueue puts a job in the queue (again, after a preemption), ready from
+// now.
 func (s *state) enqueue(j *sjob) {
+	j.ready = s.t
+	s.queue = append(s.queue, j)
+	s.reqs = append(s.reqs, s.request(j))
+}
+
+// request builds a queued job's request from its need at this moment, as
+// the engine builds a ready stage's at every pass: with the predictor's
+// latest answer.
+func (s *state) request(j *sjob) shepherd.Request {
 	var p predict.Source
 	if s.pred != nil {
 		p = s.pred
 	}
-	j.req = shepherd.Build(NeedOf(&j.Job, j.mem, at(s.t), seconds(j.ran), s.cfg.Estimates, p))
-	if s.onRequest != nil {
-		s.onRequest(j.req)
+	j.req = shepherd.Build(NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, p))
+	if s.hooks.request != nil {
+		s.hooks.request(s.t, &j.Job, j.req)
 	}
-	s.queue = append(s.queue, j)
-	s.reqs = append(s.reqs, j.req)
+	return j.req
 }
 
 // mightPlace says whether an arrival could change anything: some GPU has
@@ -272,6 +292,12 @@ func (s *state) schedule() {
 		s.runs = s.runs[:0]
 		for _, r := range s.running {
 			s.runs = append(s.runs, r.placed)
+		}
+		if s.pred != nil && s.predVer != s.pred.Version() {
+			s.predVer = s.pred.Version()
+			for i, j := range s.queue {
+				s.reqs[i] = s.request(j)
+			}
 		}
 		s.rep.Passes++
 		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true})

@@ -1,6 +1,7 @@
 package shepherd
 
 import (
+	"slices"
 	"time"
 )
 
@@ -65,17 +66,47 @@ type Cycle struct {
 	MinNeedMiB int64
 	// Hosts are the pass's hosts, by Slot.HostIdx.
 	Hosts []HostSlot
-	// Demand is the mix of request shapes the machine serves (the queue
-	// and the running placements), weighted by count: what a GPU's free
-	// memory is worth to future runs.
-	Demand []Demand
+	// Demand is the mix of per-GPU memory needs the machine serves (the
+	// queue's and the running placements'): what a GPU's free memory is
+	// worth to the runs to come. Set when a policy's scorer asks for it.
+	Demand *DemandMix
 }
 
-// Demand is one request shape and how often it appears.
-type Demand struct {
-	MemPerGPUMiB int64
-	GPUs         int
-	Weight       float64 // share of all requests, 0–1
+// DemandMix is how often each per-GPU memory need occurs among a machine's
+// requests.
+type DemandMix struct {
+	mem   []int64   // distinct needs, ascending
+	above []float64 // above[i]: the share of requests needing mem[i] or more
+}
+
+// Unusable is the share of requests that could not use a GPU with free
+// MiB: those needing more.
+func (d *DemandMix) Unusable(free int64) float64 {
+	if d == nil {
+		return 0
+	}
+	i, _ := slices.BinarySearch(d.mem, free+1)
+	if i >= len(d.mem) {
+		return 0
+	}
+	return d.above[i]
+}
+
+// set computes the mix from needs and their counts.
+func (d *DemandMix) set(counts map[int64]int) {
+	d.mem, d.above = d.mem[:0], d.above[:0]
+	total := 0
+	for m, n := range counts {
+		d.mem = append(d.mem, m)
+		total += n
+	}
+	slices.Sort(d.mem)
+	d.above = append(d.above, make([]float64, len(d.mem))...)
+	acc := 0
+	for i := len(d.mem) - 1; i >= 0; i-- {
+		acc += counts[d.mem[i]]
+		d.above[i] = float64(acc) / float64(max(total, 1))
+	}
 }
 
 // Filter is a plugin that says whether one GPU may take the request. Its

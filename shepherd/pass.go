@@ -34,11 +34,17 @@ type pass struct {
 	filters, filtersNoRes []Filter
 	lastFit               *Request
 	reservedUntil         time.Time // of the pass's reservation (one head per pass)
+	demand                DemandMix
+	hasDemand             bool
+	needCount             map[int64]int
 	// Buffers reused from pass to pass.
 	byUUID, hostIdx   map[string]int
 	groupID           map[[2]string]int
 	parents           map[string]bool
 	perGroup, perHost []int
+	order             []int // placeable GPUs of the inventory, by index
+	layoutGPUs        []gpuKey
+	layoutHosts       []Host
 	sSlots            []Slot
 	sHosts            []HostSlot
 	ends              []ending
@@ -51,42 +57,23 @@ type ending struct {
 	guess bool // no estimate said so (see expectedEnd)
 }
 
-// reset readies the pass for a new State, reusing its buffers.
+// reset readies the pass for a new State, reusing its buffers. The
+// machine's layout (which GPUs, on which hosts and groups) is worked out
+// again only when it changed since the previous pass.
 func (ps *pass) reset(p *Policy, st *State) {
 	ps.p, ps.st, ps.ver, ps.lastFit, ps.reservedUntil = p, st, 0, nil, time.Time{}
 	ps.running = append(ps.running[:0], st.Running...)
 	ps.minCPU = -1
-	if ps.byUUID == nil {
-		ps.byUUID, ps.hostIdx, ps.groupID, ps.parents = map[string]int{}, map[string]int{}, map[[2]string]int{}, map[string]bool{}
+	if !ps.sameLayout(st.Inventory) {
+		ps.layout(st.Inventory)
 	}
-	clear(ps.byUUID)
-	clear(ps.hostIdx)
-	clear(ps.groupID)
-	clear(ps.parents)
-	ps.hosts = ps.hosts[:0]
-	for _, h := range st.Inventory.Hosts {
-		ps.addHost(h, true)
+	for k, i := range ps.order {
+		g := &st.Inventory.GPUs[i]
+		ps.slots[k] = Slot{GPU: *g, Free: g.FreeMiB, HostIdx: ps.hostOf[k]}
 	}
-	for _, g := range st.Inventory.GPUs {
-		if g.Parent != "" {
-			ps.parents[g.Parent] = true
-		}
-	}
-	ps.slots = ps.slots[:0]
-	for _, g := range st.Inventory.GPUs {
-		if len(ps.parents) > 0 && ps.parents[g.UUID] {
-			continue // a GPU split into MIG slices is offered as its slices only
-		}
-		ps.slots = append(ps.slots, Slot{GPU: g, Free: g.FreeMiB, HostIdx: ps.addHost(Host{Name: g.Host}, false)})
-	}
-	if len(ps.hosts) == 0 {
-		ps.addHost(Host{}, false) // CPU-only stages go on the machine itself
-	}
-	if !slices.IsSortedFunc(ps.slots, func(a, b Slot) int { return cmp.Compare(a.Index, b.Index) }) {
-		sort.SliceStable(ps.slots, func(i, j int) bool { return ps.slots[i].Index < ps.slots[j].Index })
-	}
-	for i, s := range ps.slots {
-		ps.byUUID[s.UUID] = i
+	for i := range ps.hosts {
+		h := &ps.hosts[i]
+		h.FreeCPUMilli, h.FreeMemMiB = h.CPUMilli, h.MemMiB
 	}
 	for _, r := range st.Running {
 		for _, u := range r.GPUs {
@@ -111,23 +98,98 @@ func (ps *pass) reset(p *Policy, st *State) {
 			ps.minCPU = q.CPUMilli
 		}
 	}
-	// Number the groups and hosts of the slots.
-	n := len(ps.slots)
+	ps.filters = p.Filters
+	ps.filtersNoRes = ps.filtersNoRes[:0]
+	for _, f := range p.Filters {
+		if _, isRes := f.(Reserved); !isRes {
+			ps.filtersNoRes = append(ps.filtersNoRes, f)
+		}
+	}
+	ps.setDemand()
+}
+
+// gpuKey is what of a GPU decides the machine's layout.
+type gpuKey struct {
+	uuid, host, group, parent string
+	index                     int
+	healthy                   bool
+}
+
+// sameLayout says whether inv has the GPUs and hosts of the last layout.
+func (ps *pass) sameLayout(inv Inventory) bool {
+	if len(inv.GPUs) != len(ps.layoutGPUs) || len(inv.Hosts) != len(ps.layoutHosts) || ps.byUUID == nil {
+		return false
+	}
+	for i := range inv.GPUs {
+		g := &inv.GPUs[i]
+		if (gpuKey{g.UUID, g.Host, g.Group, g.Parent, g.Index, g.Healthy}) != ps.layoutGPUs[i] {
+			return false
+		}
+	}
+	for i := range inv.Hosts {
+		if inv.Hosts[i] != ps.layoutHosts[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// layout works out the machine's placeable GPUs in index order, its hosts,
+// and the groups and hosts each GPU belongs to.
+func (ps *pass) layout(inv Inventory) {
+	if ps.byUUID == nil {
+		ps.byUUID, ps.hostIdx, ps.groupID, ps.parents = map[string]int{}, map[string]int{}, map[[2]string]int{}, map[string]bool{}
+	}
+	clear(ps.byUUID)
+	clear(ps.hostIdx)
+	clear(ps.groupID)
+	clear(ps.parents)
+	ps.layoutGPUs = ps.layoutGPUs[:0]
+	for _, g := range inv.GPUs {
+		ps.layoutGPUs = append(ps.layoutGPUs, gpuKey{g.UUID, g.Host, g.Group, g.Parent, g.Index, g.Healthy})
+		if g.Parent != "" {
+			ps.parents[g.Parent] = true
+		}
+	}
+	ps.layoutHosts = append(ps.layoutHosts[:0], inv.Hosts...)
+	ps.hosts = ps.hosts[:0]
+	for _, h := range inv.Hosts {
+		ps.addHost(h, true)
+	}
+	ps.order = ps.order[:0]
+	for i, g := range inv.GPUs {
+		if len(ps.parents) > 0 && ps.parents[g.UUID] {
+			continue // a GPU split into MIG slices is offered as its slices only
+		}
+		ps.order = append(ps.order, i)
+	}
+	sort.SliceStable(ps.order, func(a, b int) bool { return inv.GPUs[ps.order[a]].Index < inv.GPUs[ps.order[b]].Index })
+	n := len(ps.order)
+	ps.slots = grow(ps.slots, n)
 	ps.groupOf, ps.hostOf = grow(ps.groupOf, n), grow(ps.hostOf, n)
+	for k, i := range ps.order {
+		g := &inv.GPUs[i]
+		ps.byUUID[g.UUID] = k
+		ps.hostOf[k] = ps.addHost(Host{Name: g.Host}, false)
+	}
+	if len(ps.hosts) == 0 {
+		ps.addHost(Host{}, false) // CPU-only stages go on the machine itself
+	}
 	ps.perGroup, ps.perHost = ps.perGroup[:0], grow(ps.perHost, len(ps.hosts))
 	clear(ps.perHost)
-	for i, s := range ps.slots {
-		key := [2]string{s.Host, s.Group}
+	for k, i := range ps.order {
+		g := &inv.GPUs[i]
+		key := [2]string{g.Host, g.Group}
 		id, ok := ps.groupID[key]
 		if !ok {
 			id = len(ps.groupID)
 			ps.groupID[key] = id
 			ps.perGroup = append(ps.perGroup, 0)
 		}
-		ps.groupOf[i], ps.hostOf[i] = id, s.HostIdx
-		if s.Healthy {
+		ps.groupOf[k] = id
+		if g.Healthy {
 			ps.perGroup[id]++
-			ps.perHost[s.HostIdx]++
+			ps.perHost[ps.hostOf[k]]++
 		}
 	}
 	ps.maxGroup, ps.maxHost, ps.groups = 0, 0, 0
@@ -139,13 +201,6 @@ func (ps *pass) reset(p *Policy, st *State) {
 	}
 	for _, n := range ps.perHost {
 		ps.maxHost = max(ps.maxHost, n)
-	}
-	ps.filters = p.Filters
-	ps.filtersNoRes = ps.filtersNoRes[:0]
-	for _, f := range p.Filters {
-		if _, isRes := f.(Reserved); !isRes {
-			ps.filtersNoRes = append(ps.filtersNoRes, f)
-		}
 	}
 	ps.status = grow(ps.status, n)
 	ps.scores = grow(ps.scores, n)
@@ -181,7 +236,39 @@ func (ps *pass) scratch() ([]Slot, []HostSlot) {
 }
 
 func (ps *pass) cycle(req *Request) Cycle {
-	return Cycle{Now: ps.st.Now, Req: req, MinNeedMiB: ps.minNeed, Hosts: ps.hosts}
+	c := Cycle{Now: ps.st.Now, Req: req, MinNeedMiB: ps.minNeed, Hosts: ps.hosts}
+	if ps.hasDemand {
+		c.Demand = &ps.demand
+	}
+	return c
+}
+
+// setDemand computes the mix of memory needs of the queue and the running
+// placements, for scorers that weigh free memory by it.
+func (ps *pass) setDemand() {
+	ps.hasDemand = false
+	for _, s := range ps.p.Scorers {
+		if _, ok := s.(Fragmentation); ok {
+			ps.hasDemand = true
+		}
+	}
+	if !ps.hasDemand {
+		return
+	}
+	if ps.needCount == nil {
+		ps.needCount = map[int64]int{}
+	}
+	clear(ps.needCount)
+	for i := range ps.st.Queue {
+		if q := &ps.st.Queue[i]; q.GPUs > 0 {
+			ps.needCount[q.MemPerGPUMiB] += q.GPUs
+		}
+	}
+	for i := range ps.st.Running {
+		r := &ps.st.Running[i]
+		ps.needCount[r.MemPerGPUMiB] += len(r.GPUs)
+	}
+	ps.demand.set(ps.needCount)
 }
 
 // full says no GPU has memory left for even the smallest GPU request, and

@@ -169,3 +169,23 @@ func (FewestTenants) Name() string { return "FewestTenants" }
 
 // Score implements Scorer.
 func (f FewestTenants) Score(_ *Cycle, s *Slot) int64 { return -f.Weight * int64(s.Jobs) }
+
+// Fragmentation prefers the placement that leaves the machine's free
+// memory most usable by the runs it serves (the Cycle's Demand), after FGD
+// (fragmentation gradient descent, ATC'23): a GPU's fragment is its free
+// memory times the share of requests that need more than that, and the
+// score is how much the placement lowers the GPU's fragment. Filling a
+// partly used GPU scores above opening an empty one that whole-GPU runs
+// could still use.
+type Fragmentation struct{}
+
+// Name implements Scorer.
+func (Fragmentation) Name() string { return "Fragmentation" }
+
+// Score implements Scorer.
+func (Fragmentation) Score(c *Cycle, s *Slot) int64 {
+	before := float64(s.Free) * c.Demand.Unusable(s.Free)
+	left := s.Free - c.Req.MemPerGPUMiB
+	after := float64(left) * c.Demand.Unusable(left)
+	return int64(before - after)
+}

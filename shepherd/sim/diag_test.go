@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -69,7 +70,30 @@ func herdWith(f func(p *shepherd.Policy)) func() shepherd.Policy {
 }
 
 var variant = map[string]func() shepherd.Policy{
-	"herd":            herdWith(func(p *shepherd.Policy) {}),
+	"herd": herdWith(func(p *shepherd.Policy) {}),
+	"A-fgd-s9": herdWith(func(p *shepherd.Policy) {
+		robust(p)
+		p.Filters[4] = shepherd.Share{Max: 9}
+		p.Scorers = []shepherd.Scorer{shepherd.Fragmentation{}, shepherd.FewestTenants{Weight: 1}}
+	}),
+	"A-bf-s9": herdWith(func(p *shepherd.Policy) {
+		robust(p)
+		p.Filters[4] = shepherd.Share{Max: 9}
+		p.Scorers = []shepherd.Scorer{shepherd.LeastFree{}}
+	}),
+	"A-fgd-s3": herdWith(func(p *shepherd.Policy) {
+		robust(p)
+		p.Filters[4] = shepherd.Share{Max: 3}
+		p.Scorers = []shepherd.Scorer{shepherd.Fragmentation{}, shepherd.FewestTenants{Weight: 1}}
+	}),
+	"A-fgd": herdWith(func(p *shepherd.Policy) {
+		robust(p)
+		p.Scorers = []shepherd.Scorer{shepherd.Fragmentation{}, shepherd.FewestTenants{Weight: 1}}
+	}),
+	"A-fgdt": herdWith(func(p *shepherd.Policy) {
+		robust(p)
+		p.Scorers = []shepherd.Scorer{shepherd.Fragmentation{}, shepherd.FewestTenants{Weight: 8192}}
+	}),
 	"A":               herdWith(robust),
 	"A-nores":         herdWith(func(p *shepherd.Policy) { robust(p); p.Reserve = false }),
 	"A-hold8":         herdWith(func(p *shepherd.Policy) { robust(p); p.HoldLimit = 8 * time.Hour }),
@@ -164,3 +188,80 @@ func TestPerSlice(t *testing.T) {
 		fmt.Println(line)
 	}
 }
+
+func TestPackVariants(t *testing.T) {
+	if *traces == "" {
+		t.Skip()
+	}
+	pods, err := LoadPAI(openTrace(t, *traces+"/pai2023_pods.csv"), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := []Cluster{Workstation(8, 80<<10, 0), Workstation(64, 80<<10, 8)}
+	if *evNodes {
+		nodes, err := LoadPAINodes(openTrace(t, *traces+"/pai2023_gpu_nodes.csv"), 80<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, nodes)
+	}
+	for _, c := range cs {
+		for _, v := range append([]string{"bestfit", "herd"}, splitList(*evVariants)...) {
+			p, err := shepherd.ByName(v)
+			if f, ok := variant[v]; ok {
+				p, err = f(), nil
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Now()
+			r := Pack(pods, c, p)
+			fmt.Printf("%d GPUs %-10s placed %5d stranded %7.0f GiB (%v) %s\n", len(c.GPUs), v, r.Placed, r.StrandedGiB, time.Since(t0).Round(time.Millisecond), r.Refused)
+		}
+	}
+}
+
+func TestPredQuality(t *testing.T) {
+	if *traces == "" {
+		t.Skip()
+	}
+	jobs, err := LoadPhilly(openTrace(t, *traces+"/philly.csv"), 8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var load float64
+	fmtSscan(*evLoads, &load)
+	var male, n float64
+	var first, last []float64
+	for _, s := range Slices(jobs, 14, 200) {
+		cfg := DefaultConfig()
+		cfg.Policy = variant["A"]()
+		cfg.Estimates = Predicted
+		est := map[string]float64{}
+		estFirst := map[string]float64{}
+		replay(Rescale(s.Jobs, load, 8), cfg, hooks{request: func(_ float64, j *Job, r shepherd.Request) {
+			if r.Estimate > 0 && r.Attained == 0 {
+				est[j.ID] = r.Estimate.Seconds()
+				if _, ok := estFirst[j.ID]; !ok {
+					estFirst[j.ID] = r.Estimate.Seconds()
+				}
+			}
+		}})
+		for _, j := range s.Jobs {
+			if e, ok := est[j.ID]; ok && j.GPUs == 1 {
+				male += abs(log(e / j.Duration))
+				n++
+				last = append(last, log(e/j.Duration))
+				first = append(first, log(estFirst[j.ID]/j.Duration))
+			}
+		}
+	}
+	var mf float64
+	for _, x := range first {
+		mf += abs(x)
+	}
+	fmt.Printf("1-GPU jobs %.0f: mean abs log error last %.2f first %.2f\n", n, male/n, mf/float64(len(first)))
+}
+
+func abs(x float64) float64 { return max(x, -x) }
+func log(x float64) float64 { return math.Log(x) }

@@ -62,6 +62,7 @@ func TestEvalPhilly(t *testing.T) {
 var (
 	evEst      = flag.String("est", "none", "estimates for TestVariants")
 	evVariants = flag.String("variants", "", "policy variants for TestVariants")
+	evNodes    = flag.Bool("nodes", false, "TestPackVariants: PAI nodes too")
 )
 
 func splitList(s string) []string {

@@ -567,9 +567,10 @@ func (ps *pass) victims(c *Cycle) ([]string, []int) {
 		lower := r.Priority < c.Req.Priority
 		served := ps.p.PreemptForService && r.Priority == c.Req.Priority &&
 			ps.p.level(len(r.GPUs), r.Attained+now.Sub(r.Start)) > reqLevel
-		if lower || served {
-			cands = append(cands, r)
+		if !lower && !served {
+			continue
 		}
+		cands = append(cands, r)
 	}
 	slices.SortStableFunc(cands, func(a, b Running) int {
 		if x := cmp.Compare(a.Priority, b.Priority); x != 0 {
@@ -579,10 +580,22 @@ func (ps *pass) victims(c *Cycle) ([]string, []int) {
 	})
 	slots, hosts := ps.scratch()
 	var ids []string
+	var left time.Duration // the victims' expected work left, GPU-time
+	widest := 0
 	for i := range cands {
-		ps.release(slots, hosts, &cands[i])
-		ids = append(ids, cands[i].ID)
+		r := &cands[i]
+		ps.release(slots, hosts, r)
+		ids = append(ids, r.ID)
+		end, _ := ps.expectedEnd(r)
+		left += end.Sub(now) * time.Duration(max(len(r.GPUs), 1))
+		widest = max(widest, len(r.GPUs))
 		if pick, h := ps.fit(c, slots, hosts, false); h >= 0 {
+			if ps.p.PreemptLonger && !c.Req.Preemptible {
+				n := time.Duration(max(c.Req.GPUs, 1))
+				if c.Req.Estimate > 0 && c.Req.Estimate*n > left || c.Req.Estimate <= 0 && c.Req.GPUs > widest {
+					return nil, nil
+				}
+			}
 			return ids, slices.Clone(pick)
 		}
 	}

@@ -59,6 +59,13 @@ type Policy struct {
 	Preempt           bool
 	PreemptAfter      time.Duration
 	PreemptForService bool
+	// PreemptLonger stops spot runs only for a run with no more work
+	// (GPUs × estimated time) than they are expected to have left — and,
+	// for a run of unknown length, only in place of a run of at least as
+	// many GPUs. A run that may not itself be stopped holds its GPUs to its
+	// end, so a large one must not push out many small ones, which is what
+	// costs a busy queue most.
+	PreemptLonger bool
 }
 
 // HerdOptions tune the default policy.

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"sort"
@@ -55,6 +56,29 @@ func TestDiag(t *testing.T) {
 			a := by[k]
 			fmt.Printf("%s gpus=%d n=%.0f share of JCT %.3f share of wait %.3f\n", pol, k, a.n, a.jct/float64(len(sl)), a.wait/float64(len(sl)))
 		}
+	}
+}
+
+func fgd3(p *shepherd.Policy) {
+	robust(p)
+	p.Filters[4] = shepherd.Share{Max: 3}
+	p.Scorers = []shepherd.Scorer{shepherd.Fragmentation{}, shepherd.FewestTenants{Weight: 1}}
+}
+
+var variants2 = map[string]func() shepherd.Policy{
+	"B":             herdWith(fgd3),
+	"B-nopre":       herdWith(func(p *shepherd.Policy) { fgd3(p); p.Preempt = false }),
+	"B-nosvc":       herdWith(func(p *shepherd.Policy) { fgd3(p); p.PreemptForService = false }),
+	"B-notop":       herdWith(func(p *shepherd.Policy) { fgd3(p); p.AgeToTop = false; p.AgingStep = 0 }),
+	"B-nores":       herdWith(func(p *shepherd.Policy) { fgd3(p); p.Reserve = false }),
+	"C":             herdWith(func(p *shepherd.Policy) { fgd3(p); p.PreemptLonger = true }),
+	"C-nores":       herdWith(func(p *shepherd.Policy) { fgd3(p); p.PreemptLonger = true; p.Reserve = false }),
+	"C-nores-nopre": herdWith(func(p *shepherd.Policy) { fgd3(p); p.Preempt = false; p.Reserve = false }),
+}
+
+func init() {
+	for k, v := range variants2 {
+		variant[k] = v
 	}
 }
 
@@ -265,3 +289,92 @@ func TestPredQuality(t *testing.T) {
 
 func abs(x float64) float64 { return max(x, -x) }
 func log(x float64) float64 { return math.Log(x) }
+
+var evSlice = flag.String("slice", "11cb48@70", "TestOneSlice")
+
+func TestOneSlice(t *testing.T) {
+	if *traces == "" {
+		t.Skip()
+	}
+	jobs, _ := LoadPhilly(openTrace(t, *traces+"/philly.csv"), 8, 1)
+	var load float64
+	fmtSscan(*evLoads, &load)
+	for _, s := range Slices(jobs, 14, 200) {
+		if s.Name() != *evSlice {
+			continue
+		}
+		for _, v := range append([]string{"bestfit"}, splitList(*evVariants)...) {
+			cfg := DefaultConfig()
+			cfg.Policy, _ = shepherd.ByName(v)
+			if f, ok := variant[v]; ok {
+				cfg.Policy = f()
+			}
+			cfg.Estimates, _ = ParseEstimates(*evEst)
+			heads := map[string]int{}
+			debugPreempt = func(j *sjob, n int) { heads[fmt.Sprintf("g%d/p%d", j.GPUs, j.Priority)] += n }
+			rep, done := replay(Rescale(s.Jobs, load, 8), cfg, hooks{})
+			fmt.Println("preempting heads:", heads)
+			type agg struct{ n, jct, wait, dur float64 }
+			by := map[string]*agg{}
+			for _, j := range done {
+				for _, k := range []string{fmt.Sprintf("g%d", j.GPUs), fmt.Sprintf("p%d", j.Priority), fmt.Sprintf("m%v", j.MemMilli == 1000)} {
+					a := by[k]
+					if a == nil {
+						a = &agg{}
+						by[k] = a
+					}
+					a.n++
+					a.jct += j.end - j.Submit
+					a.wait += j.first - j.Submit
+					a.dur += j.Duration
+				}
+			}
+			fmt.Printf("%s avgJCT %.2fh util %.2f preempt %d\n", v, rep.AvgJCT/3600, rep.GPUUtil, rep.Preemptions)
+			for _, k := range []string{"g1", "g2", "g4", "g8", "p0", "p1", "p2", "mtrue", "mfalse"} {
+				if a := by[k]; a != nil {
+					fmt.Printf("   %-6s n=%5.0f jct %7.2fh wait %7.2fh dur %6.2fh\n", k, a.n, a.jct/a.n/3600, a.wait/a.n/3600, a.dur/a.n/3600)
+				}
+			}
+		}
+	}
+}
+
+func TestSliceTimeline(t *testing.T) {
+	if *traces == "" {
+		t.Skip()
+	}
+	jobs, _ := LoadPhilly(openTrace(t, *traces+"/philly.csv"), 8, 1)
+	var load float64
+	fmtSscan(*evLoads, &load)
+	for _, s := range Slices(jobs, 14, 200) {
+		if s.Name() != *evSlice {
+			continue
+		}
+		res := map[string][]*sjob{}
+		for _, v := range append([]string{"bestfit"}, splitList(*evVariants)...) {
+			cfg := DefaultConfig()
+			cfg.Policy, _ = shepherd.ByName(v)
+			if f, ok := variant[v]; ok {
+				cfg.Policy = f()
+			}
+			cfg.Estimates, _ = ParseEstimates(*evEst)
+			_, done := replay(Rescale(s.Jobs, load, 8), cfg, hooks{})
+			sort.Slice(done, func(i, j int) bool { return done[i].Submit < done[j].Submit })
+			res[v] = done
+		}
+		// wait by submit-time decile
+		for _, v := range append([]string{"bestfit"}, splitList(*evVariants)...) {
+			d := res[v]
+			line := v + ":"
+			for k := 0; k < 10; k++ {
+				var w float64
+				lo, hi := k*len(d)/10, (k+1)*len(d)/10
+				for _, j := range d[lo:hi] {
+					w += j.first - j.Submit
+				}
+				line += fmt.Sprintf(" %6.1f", w/float64(hi-lo)/3600)
+			}
+			fmt.Println(line)
+		}
+	}
+}

@@ -79,7 +79,7 @@ func (s Setup) policy() shepherd.Policy {
 // Name is "herd (noisy:0.5)", or the policy alone for one that uses no
 // estimates.
 func (s Setup) Name() string {
-	if usesEstimates(s.Policy) {
+	if s.Make != nil || usesEstimates(s.Policy) {
 		return s.Policy + " (" + s.Estimates.String() + ")"
 	}
 	return s.Policy

@@ -45,6 +45,7 @@ func LoadPAINodes(r io.Reader, mib int64) (Cluster, error) {
 		return Cluster{}, fmt.Errorf("read PAI nodes: %w", err)
 	}
 	c := Cluster{GPUMiB: mib}
+	seen := map[string]bool{}
 	for n, row := range rows {
 		cpu, e1 := strconv.ParseInt(row[1], 10, 64)
 		mem, e2 := strconv.ParseInt(row[2], 10, 64)
@@ -52,6 +53,13 @@ func LoadPAINodes(r io.Reader, mib int64) (Cluster, error) {
 		if err := errors.Join(e1, e2, e3); err != nil {
 			return Cluster{}, fmt.Errorf("read PAI nodes: row %d: %w", n+2, err)
 		}
+		if row[0] == "" || seen[row[0]] {
+			return Cluster{}, fmt.Errorf("read PAI nodes: row %d: node name %q is empty or repeated: each node needs its own sn", n+2, row[0])
+		}
+		if cpu < 0 || mem < 0 || g < 0 || g > 64 {
+			return Cluster{}, fmt.Errorf("read PAI nodes: row %d: node %s: CPUs, memory and 0–64 GPUs must not be negative", n+2, row[0])
+		}
+		seen[row[0]] = true
 		c.Hosts = append(c.Hosts, shepherd.Host{Name: row[0], CPUMilli: cpu, MemMiB: mem})
 		for range g {
 			c.GPUs = append(c.GPUs, shepherd.GPU{Index: len(c.GPUs), UUID: fmt.Sprintf("%s-gpu%d", row[0], len(c.GPUs)),

@@ -309,4 +309,3 @@ func machine() string {
 	}
 	return fmt.Sprintf("%d CPUs (%s), %s%s", runtime.NumCPU(), model, runtime.Version(), load)
 }
-

@@ -25,6 +25,14 @@ type Policy struct {
 	// them the shorter (or smaller) goes first — aging bounds a run's wait
 	// without letting an old, large run jump every short one.
 	AgeToTop bool
+	// AgingLevels bounds how many levels aging adds (0: no bound): with 1,
+	// a spot run that waited long goes with the normal runs, never ahead
+	// of urgent ones.
+	AgingLevels int
+	// AgeBelowTop caps aging just below the highest priority waiting: the
+	// most urgent runs are never overtaken by older ones, and the rest age
+	// up to just under them.
+	AgeBelowTop bool
 	// ByArrival orders the queue by ready time only (fifo); otherwise by
 	// aged priority, then least attained service (ServiceLevels), then
 	// (ShortestFirst) by estimated GPU-time.
@@ -70,7 +78,7 @@ type Policy struct {
 
 // HerdOptions tune the default policy.
 type HerdOptions struct {
-	MaxPerGPU int           // runs sharing one GPU; default 2
+	MaxPerGPU int           // runs sharing one GPU; default 3
 	MaxTempC  float64       // never place at or above; default 85 °C
 	AgingStep time.Duration // one priority level per step waited, at least; default 30 min
 	// AgingFactor: one level per AgingFactor × the run's estimate waited,
@@ -80,16 +88,21 @@ type HerdOptions struct {
 	PreemptAfter time.Duration
 	// HoldLimit bounds reservations (see Policy.HoldLimit); default 2 h.
 	HoldLimit time.Duration
+	// ServiceLevel is the attained GPU-time that moves a run behind fresh
+	// ones (see Policy.ServiceLevels); default 1 GPU-hour.
+	ServiceLevel time.Duration
 }
 
-// Herd is the default policy: aged priority, least attained service, then
-// shortest estimated first; gangs on one linked group; bounded sharing; a
-// bounded reservation for the head of the queue with backfill around it;
-// preemption of spot runs; and the placement that leaves the least
-// unusable fragment.
+// Herd is the default policy, built to hold up when estimates are missing
+// or wrong (see the package documentation): priority aged up to just below
+// the most urgent waiting; least attained service; shortest estimated
+// GPU-time, fewest GPUs when unknown; preemption of spot runs that weighs
+// the work it displaces; gangs on one linked group; a bounded reservation
+// for the head with backfill by high estimates; placement that keeps free
+// memory usable (Fragmentation), at most three runs on a GPU.
 func Herd(o HerdOptions) Policy {
 	if o.MaxPerGPU <= 0 {
-		o.MaxPerGPU = 2
+		o.MaxPerGPU = 3
 	}
 	if o.MaxTempC <= 0 {
 		o.MaxTempC = 85
@@ -106,18 +119,26 @@ func Herd(o HerdOptions) Policy {
 	if o.HoldLimit <= 0 {
 		o.HoldLimit = 2 * time.Hour
 	}
+	if o.ServiceLevel <= 0 {
+		o.ServiceLevel = time.Hour
+	}
 	return Policy{
-		Name:          "herd",
-		Filters:       []Filter{Healthy{}, Cool{o.MaxTempC}, Memory{}, HostRoom{}, Share{o.MaxPerGPU}, Reserved{}},
-		Scorers:       []Scorer{FewestTenants{Weight: 1 << 24}, LeastFragment{}},
-		AgingStep:     o.AgingStep,
-		AgingFactor:   o.AgingFactor,
-		ShortestFirst: true,
-		Gang:          true,
-		Reserve:       true,
-		HoldLimit:     o.HoldLimit,
-		Preempt:       true,
-		PreemptAfter:  o.PreemptAfter,
+		Name:              "herd",
+		Filters:           []Filter{Healthy{}, Cool{o.MaxTempC}, Memory{}, HostRoom{}, Share{o.MaxPerGPU}, Reserved{}},
+		Scorers:           []Scorer{Fragmentation{}, FewestTenants{Weight: 1}},
+		AgingStep:         o.AgingStep,
+		AgingFactor:       o.AgingFactor,
+		AgeBelowTop:       true,
+		ShortestFirst:     true,
+		FewerGPUsFirst:    true,
+		ServiceLevels:     []time.Duration{o.ServiceLevel},
+		Gang:              true,
+		Reserve:           true,
+		HoldLimit:         o.HoldLimit,
+		Preempt:           true,
+		PreemptAfter:      o.PreemptAfter,
+		PreemptForService: true,
+		PreemptLonger:     true,
 	}
 }
 
@@ -267,9 +288,16 @@ func (p *Policy) key(now time.Time, i int, r *Request, top int) rankKey {
 		if p.AgingFactor > 0 && r.Estimate > 0 {
 			step = max(step, time.Duration(p.AgingFactor*float64(r.Estimate)))
 		}
-		k.prio += int(now.Sub(r.Submit) / step)
+		aged := int(now.Sub(r.Submit) / step)
+		if p.AgingLevels > 0 {
+			aged = min(aged, p.AgingLevels)
+		}
+		k.prio += aged
 		if p.AgeToTop {
 			k.prio = min(k.prio, max(top, r.Priority))
+		}
+		if p.AgeBelowTop {
+			k.prio = min(k.prio, max(top-1, r.Priority))
 		}
 	}
 	k.level = p.level(r.GPUs, r.Attained)

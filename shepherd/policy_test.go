@@ -164,13 +164,25 @@ func TestHerd(t *testing.T) {
 		},
 		{
 			// Aging: "old" (prio 0, 1 h estimate) waited 5 h; a level per
-			// max(30 min, 2×1 h) = 2 h gives 0+2 = 2 > "new" at 1: it goes first.
+			// max(30 min, 2×1 h) = 2 h gives 0+2, capped just below the most
+			// urgent waiting ("wide", prio 2, which can never fit here): 1,
+			// as "new" (prio 1). Same estimate and GPUs: the older goes first.
 			name: "aging lifts a long-waiting run",
 			inv:  machine(8, 40),
 			now:  t0.Add(5 * time.Hour),
 			queue: []Request{{ID: "new", GPUs: 1, MemPerGPUMiB: 40 * gib, Priority: 1, Submit: t0.Add(5 * time.Hour), Estimate: time.Hour},
-				{ID: "old", GPUs: 1, MemPerGPUMiB: 40 * gib, Priority: 0, Submit: t0, Estimate: time.Hour}},
+				{ID: "old", GPUs: 1, MemPerGPUMiB: 40 * gib, Priority: 0, Submit: t0, Estimate: time.Hour},
+				{ID: "wide", GPUs: 2, MemPerGPUMiB: gib, Priority: 2, Submit: t0.Add(5 * time.Hour)}},
 			want: map[string][]int{"old": {0}},
+		},
+		{
+			// However long "old" waited, the most urgent run goes first.
+			name: "aging never overtakes the most urgent",
+			inv:  machine(8, 40),
+			now:  t0.Add(50 * time.Hour),
+			queue: []Request{{ID: "urgent", GPUs: 1, MemPerGPUMiB: 40 * gib, Priority: 2, Submit: t0.Add(50 * time.Hour), Estimate: 9 * time.Hour},
+				{ID: "old", GPUs: 1, MemPerGPUMiB: 40 * gib, Priority: 0, Submit: t0, Estimate: time.Minute}},
+			want: map[string][]int{"urgent": {0}},
 		},
 		{
 			name:  "a run that can never fit holds no reservation",
@@ -178,6 +190,96 @@ func TestHerd(t *testing.T) {
 			queue: []Request{{ID: "huge", GPUs: 1, MemPerGPUMiB: 100 * gib, Priority: 9, Submit: t0}, {ID: "ok", GPUs: 1, MemPerGPUMiB: 10 * gib, Submit: t0}},
 			want:  map[string][]int{"ok": {0}},
 			wait:  map[string]string{"huge": "needs 1×100 GiB; this machine can never hold it (1 usable GPU(s), at most 80 GiB each); first in line"},
+		},
+		{
+			// "big" (8 GPUs, prio 2) has an 8 h estimate; the spot runs on the
+			// machine have about 1 h left each (2 h estimates, 1 h run): its
+			// 8×8 h of work is more than the 8×1 h they have left, so they
+			// are not stopped for it. A 1-GPU urgent run of 30 min would be.
+			name:    "a large run does not stop many small spot runs",
+			inv:     machine(8, 0, 0, 0, 0, 0, 0, 0, 0),
+			running: spotRuns(8, 2*time.Hour),
+			now:     t0.Add(time.Hour),
+			queue:   []Request{{ID: "big", GPUs: 8, MemPerGPUMiB: 40 * gib, Priority: 2, Submit: t0, Estimate: 8 * time.Hour}},
+			wait:    map[string]string{"big": "needs 8×40 GiB; largest free is 0 MiB on GPU 0; GPU 0,1,2,3,4,5,6,7 reserved for it from about Mar 1 11:00; first in line"},
+		},
+		{
+			name:    "a short urgent run does stop a spot run",
+			inv:     machine(8, 0, 0, 0, 0, 0, 0, 0, 0),
+			running: spotRuns(8, 2*time.Hour),
+			now:     t0.Add(time.Hour),
+			queue:   []Request{{ID: "quick", GPUs: 1, MemPerGPUMiB: 40 * gib, Priority: 2, Submit: t0, Estimate: 30 * time.Minute}},
+			preempt: map[string][]string{"quick": {"spot7"}},
+		},
+		{
+			// Unknown length: it may stop runs only in place of runs at
+			// least as wide, so a 4-GPU run waits for 1-GPU spot runs to end.
+			name:    "a run of unknown length stops no narrower runs",
+			inv:     machine(8, 0, 0, 0, 0, 0, 0, 0, 0),
+			running: spotRuns(8, 0),
+			now:     t0.Add(time.Hour),
+			queue:   []Request{{ID: "gang", GPUs: 4, MemPerGPUMiB: 40 * gib, Priority: 2, Submit: t0}},
+		},
+		{
+			// Within a priority, a run that already had 2 GPU-hours (a
+			// preempted one) goes after a fresh one, whatever the estimates.
+			name: "least attained service first",
+			inv:  machine(8, 40),
+			queue: []Request{{ID: "served", GPUs: 1, MemPerGPUMiB: 40 * gib, Submit: t0, Estimate: time.Minute, Attained: 2 * time.Hour},
+				{ID: "fresh", GPUs: 1, MemPerGPUMiB: 40 * gib, Submit: t0.Add(time.Minute), Estimate: 5 * time.Hour}},
+			want: map[string][]int{"fresh": {0}},
+		},
+		{
+			// A fresh spot run has a spot run of the same priority that has
+			// had more than a GPU-hour stopped for it (Tiresias).
+			name: "a fresh spot run displaces a well-served one",
+			inv:  machine(8, 0),
+			running: []Running{{ID: "old", GPUs: []string{"G0"}, MemPerGPUMiB: 80 * gib, Preemptible: true,
+				Start: t0, Attained: time.Hour}},
+			now:     t0.Add(time.Hour),
+			queue:   []Request{{ID: "new", GPUs: 1, MemPerGPUMiB: 40 * gib, Preemptible: true, Submit: t0}},
+			preempt: map[string][]string{"new": {"old"}},
+		},
+		{
+			// No estimates at all: the 1-GPU run goes before the 4-GPU one.
+			name: "fewest GPUs first without estimates",
+			inv:  machine(8, 80, 80, 80, 80),
+			queue: []Request{{ID: "gang", GPUs: 4, MemPerGPUMiB: 40 * gib, Submit: t0},
+				{ID: "one", GPUs: 1, MemPerGPUMiB: 60 * gib, Submit: t0.Add(time.Hour)}},
+			now:  t0.Add(2 * time.Hour),
+			want: map[string][]int{"one": {0}},
+		},
+		{
+			// GPU 1's run (no estimate) has run 3 h: it is expected to run
+			// about 3 h more, past the 2 h a reservation may hold GPUs. So
+			// nothing is held for "pair", and "small", ranked after it (lower
+			// priority) and of unknown length, still takes GPU 0.
+			name: "no reservation on a guess far out",
+			inv:  machine(8, 80, 0),
+			running: []Running{{ID: "long", GPUs: []string{"G1"}, MemPerGPUMiB: 80 * gib, Priority: 2,
+				Start: t0}},
+			now: t0.Add(3 * time.Hour),
+			queue: []Request{{ID: "pair", GPUs: 2, MemPerGPUMiB: 80 * gib, Priority: 1, Submit: t0},
+				{ID: "small", GPUs: 1, MemPerGPUMiB: 10 * gib, Priority: 0, Submit: t0.Add(time.Hour)}},
+			want: map[string][]int{"small": {0}},
+			wait: map[string]string{"pair": "needs 2×80 GiB; largest free is 80 GiB on GPU 0; 1 of 2 fit now; first in line"},
+		},
+		{
+			// The same within the hold limit: the run has 30 min left on its
+			// estimate, so GPU 0 is held for "pair" from 10:00; "small" may
+			// backfill only if its high estimate ends by then (20 min: yes;
+			// "slow", 1 h high though 10 min likely: no; it ranks before
+			// "small" by name, so it sees GPU 0 still empty).
+			name: "backfill by the high estimate",
+			inv:  machine(8, 80, 0),
+			running: []Running{{ID: "long", GPUs: []string{"G1"}, MemPerGPUMiB: 80 * gib, Priority: 2,
+				Start: t0, Estimate: time.Hour}},
+			now: t0.Add(30 * time.Minute),
+			queue: []Request{{ID: "pair", GPUs: 2, MemPerGPUMiB: 70 * gib, Priority: 1, Submit: t0},
+				{ID: "small", GPUs: 1, MemPerGPUMiB: 10 * gib, Priority: 0, Submit: t0, Shareable: true, Estimate: 10 * time.Minute, EstimateHigh: 20 * time.Minute},
+				{ID: "slow", GPUs: 1, MemPerGPUMiB: 10 * gib, Priority: 0, Submit: t0, Shareable: true, Estimate: 10 * time.Minute, EstimateHigh: time.Hour}},
+			want: map[string][]int{"small": {0}},
+			wait: map[string]string{"slow": "needs 1×10 GiB; largest free is 80 GiB on GPU 0; 1 GPU reserved for a run ahead; 1 run ahead"},
 		},
 		{
 			name:  "no gpus at all",
@@ -208,6 +310,17 @@ func TestHerd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spotRuns are n spot runs of 80 GiB on GPUs 0..n-1, started at t0 with
+// the given estimate.
+func spotRuns(n int, est time.Duration) []Running {
+	var out []Running
+	for i := range n {
+		out = append(out, Running{ID: fmt.Sprintf("spot%d", i), GPUs: []string{fmt.Sprintf("G%d", i)}, MemPerGPUMiB: 80 * gib,
+			Preemptible: true, Start: t0.Add(time.Duration(i) * time.Second), Estimate: est})
+	}
+	return out
 }
 
 func TestByName(t *testing.T) {

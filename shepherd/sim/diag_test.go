@@ -378,3 +378,25 @@ func TestSliceTimeline(t *testing.T) {
 		}
 	}
 }
+
+func init() {
+	more := map[string]func(p *shepherd.Policy){
+		"D":    func(p *shepherd.Policy) { fgd3(p); p.PreemptLonger = true; p.AgingLevels = 1 },
+		"D8":   func(p *shepherd.Policy) { fgd3(p); p.PreemptLonger = true; p.AgingFactor = 8 },
+		"D1-8": func(p *shepherd.Policy) { fgd3(p); p.PreemptLonger = true; p.AgingLevels = 1; p.AgingFactor = 8 },
+	}
+	for k, f := range more {
+		variant[k] = herdWith(f)
+	}
+}
+
+func init() {
+	variant["E"] = herdWith(func(p *shepherd.Policy) { fgd3(p); p.PreemptLonger = true; p.AgeToTop = false; p.AgeBelowTop = true })
+	variant["E-nores"] = herdWith(func(p *shepherd.Policy) {
+		fgd3(p)
+		p.PreemptLonger = true
+		p.AgeToTop = false
+		p.AgeBelowTop = true
+		p.Reserve = false
+	})
+}

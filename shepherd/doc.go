@@ -36,10 +36,12 @@
 //     for a run with more work than the stopped runs have left (or, of
 //     unknown length, wider than them): a run that cannot be stopped holds
 //     its GPUs to the end;
-//   - reserve GPUs for the head only when it is expected to start within
-//     HoldLimit (expected ends come from estimates, or, without one, a run
-//     is expected to run as long again as it has), and let others backfill
-//     them by their high estimate;
+//   - no reservation by default (measured: it costs the many small runs
+//     more than it saves the large one); when asked for (HerdOptions.
+//     Reserve), GPUs are held for the head only when it is expected to
+//     start within HoldLimit (expected ends come from estimates, or,
+//     without one, a run is expected to run as long again as it has), and
+//     others backfill them by their high estimate;
 //   - place to keep free memory usable by the mix of runs the machine
 //     serves (Fragmentation, after FGD), at most three runs on a GPU.
 //

@@ -507,6 +507,7 @@ func (ps *pass) head(d *Decision, c *Cycle) {
 	if !ps.p.Reserve {
 		return
 	}
+
 	// Release running runs in order of expected end until the head fits.
 	ends := ps.ends[:0]
 	for i := range ps.running {

@@ -20,18 +20,11 @@ type Policy struct {
 	// the top.
 	AgingStep   time.Duration
 	AgingFactor float64
-	// AgeToTop caps aging at the highest priority waiting: a run that has
-	// waited long enough competes with the most urgent runs, and among
-	// them the shorter (or smaller) goes first — aging bounds a run's wait
-	// without letting an old, large run jump every short one.
-	AgeToTop bool
-	// AgingLevels bounds how many levels aging adds (0: no bound): with 1,
-	// a spot run that waited long goes with the normal runs, never ahead
-	// of urgent ones.
-	AgingLevels int
 	// AgeBelowTop caps aging just below the highest priority waiting: the
 	// most urgent runs are never overtaken by older ones, and the rest age
-	// up to just under them.
+	// up to just under them, where the shorter (or smaller) goes first —
+	// aging bounds a run's wait without letting an old, large run jump
+	// every short one.
 	AgeBelowTop bool
 	// ByArrival orders the queue by ready time only (fifo); otherwise by
 	// aged priority, then least attained service (ServiceLevels), then
@@ -86,7 +79,12 @@ type HerdOptions struct {
 	AgingFactor float64
 	// PreemptAfter spares a spot run until it has run this long; default 30 min.
 	PreemptAfter time.Duration
-	// HoldLimit bounds reservations (see Policy.HoldLimit); default 2 h.
+	// Reserve holds GPUs for the head of the queue (see Policy.Reserve),
+	// bounded by HoldLimit (default 2 h). Off by default: measured on every
+	// Philly window, holding GPUs for a large run costs more waiting for
+	// the many small ones than it saves the large one, under every estimate
+	// regime (docs/BENCHMARKS.md).
+	Reserve   bool
 	HoldLimit time.Duration
 	// ServiceLevel is the attained GPU-time that moves a run behind fresh
 	// ones (see Policy.ServiceLevels); default 1 GPU-hour.
@@ -97,9 +95,10 @@ type HerdOptions struct {
 // or wrong (see the package documentation): priority aged up to just below
 // the most urgent waiting; least attained service; shortest estimated
 // GPU-time, fewest GPUs when unknown; preemption of spot runs that weighs
-// the work it displaces; gangs on one linked group; a bounded reservation
-// for the head with backfill by high estimates; placement that keeps free
-// memory usable (Fragmentation), at most three runs on a GPU.
+// the work it displaces; gangs on one linked group; placement that keeps
+// free memory usable (Fragmentation), at most three runs on a GPU; and, when
+// asked for, a bounded reservation for the head with backfill by high
+// estimates.
 func Herd(o HerdOptions) Policy {
 	if o.MaxPerGPU <= 0 {
 		o.MaxPerGPU = 3
@@ -133,7 +132,7 @@ func Herd(o HerdOptions) Policy {
 		FewerGPUsFirst:    true,
 		ServiceLevels:     []time.Duration{o.ServiceLevel},
 		Gang:              true,
-		Reserve:           true,
+		Reserve:           o.Reserve,
 		HoldLimit:         o.HoldLimit,
 		Preempt:           true,
 		PreemptAfter:      o.PreemptAfter,
@@ -288,14 +287,7 @@ func (p *Policy) key(now time.Time, i int, r *Request, top int) rankKey {
 		if p.AgingFactor > 0 && r.Estimate > 0 {
 			step = max(step, time.Duration(p.AgingFactor*float64(r.Estimate)))
 		}
-		aged := int(now.Sub(r.Submit) / step)
-		if p.AgingLevels > 0 {
-			aged = min(aged, p.AgingLevels)
-		}
-		k.prio += aged
-		if p.AgeToTop {
-			k.prio = min(k.prio, max(top, r.Priority))
-		}
+		k.prio += int(now.Sub(r.Submit) / step)
 		if p.AgeBelowTop {
 			k.prio = min(k.prio, max(top-1, r.Priority))
 		}

@@ -76,6 +76,7 @@ func TestHerd(t *testing.T) {
 		want    map[string][]int // placed IDs and their GPUs
 		wait    map[string]string
 		preempt map[string][]string
+		reserve bool // herd with HerdOptions.Reserve
 	}{
 		{
 			name: "never a hot or unhealthy gpu",
@@ -115,6 +116,7 @@ func TestHerd(t *testing.T) {
 		},
 		{
 			name:    "a run that does not share gets its own gpu",
+			reserve: true,
 			inv:     machine(8, 60),
 			running: []Running{{ID: "r", GPUs: []string{"G0"}, MemPerGPUMiB: 20 * gib, Shareable: true, Start: t0}},
 			queue:   []Request{{ID: "x", GPUs: 1, MemPerGPUMiB: 10 * gib, Submit: t0}},
@@ -125,8 +127,9 @@ func TestHerd(t *testing.T) {
 			// is reserved from then. "short" (1 h) ends at 9:30+1h = 10:30 > 10:00: waits;
 			// "tiny" (20 min) ends at 9:50 ≤ 10:00: backfills GPU 0 (shortest
 			// first, so it is placed before "short", which then sees 70 GiB free).
-			name: "reservation for the head, backfill around it",
-			inv:  machine(8, 80, 0),
+			name:    "reservation for the head, backfill around it",
+			reserve: true,
+			inv:     machine(8, 80, 0),
 			running: []Running{{ID: "r", GPUs: []string{"G1"}, MemPerGPUMiB: 80 * gib, Priority: 5,
 				Start: t0, Estimate: time.Hour}},
 			now: t0.Add(30 * time.Minute),
@@ -154,9 +157,10 @@ func TestHerd(t *testing.T) {
 		},
 		{
 			// The spot run started 10 min ago, under the 30 min it is spared.
-			name: "a spot run that just started is spared",
-			inv:  machine(8, 0),
-			now:  t0.Add(10 * time.Minute),
+			name:    "a spot run that just started is spared",
+			reserve: true,
+			inv:     machine(8, 0),
+			now:     t0.Add(10 * time.Minute),
 			running: []Running{
 				{ID: "spot", GPUs: []string{"G0"}, MemPerGPUMiB: 80 * gib, Priority: 0, Preemptible: true, Start: t0}},
 			queue: []Request{{ID: "urgent", GPUs: 1, MemPerGPUMiB: 40 * gib, Priority: 2, Submit: t0}},
@@ -197,6 +201,7 @@ func TestHerd(t *testing.T) {
 			// 8×8 h of work is more than the 8×1 h they have left, so they
 			// are not stopped for it. A 1-GPU urgent run of 30 min would be.
 			name:    "a large run does not stop many small spot runs",
+			reserve: true,
 			inv:     machine(8, 0, 0, 0, 0, 0, 0, 0, 0),
 			running: spotRuns(8, 2*time.Hour),
 			now:     t0.Add(time.Hour),
@@ -254,8 +259,9 @@ func TestHerd(t *testing.T) {
 			// about 3 h more, past the 2 h a reservation may hold GPUs. So
 			// nothing is held for "pair", and "small", ranked after it (lower
 			// priority) and of unknown length, still takes GPU 0.
-			name: "no reservation on a guess far out",
-			inv:  machine(8, 80, 0),
+			name:    "no reservation on a guess far out",
+			reserve: true,
+			inv:     machine(8, 80, 0),
 			running: []Running{{ID: "long", GPUs: []string{"G1"}, MemPerGPUMiB: 80 * gib, Priority: 2,
 				Start: t0}},
 			now: t0.Add(3 * time.Hour),
@@ -270,8 +276,9 @@ func TestHerd(t *testing.T) {
 			// backfill only if its high estimate ends by then (20 min: yes;
 			// "slow", 1 h high though 10 min likely: no; it ranks before
 			// "small" by name, so it sees GPU 0 still empty).
-			name: "backfill by the high estimate",
-			inv:  machine(8, 80, 0),
+			name:    "backfill by the high estimate",
+			reserve: true,
+			inv:     machine(8, 80, 0),
 			running: []Running{{ID: "long", GPUs: []string{"G1"}, MemPerGPUMiB: 80 * gib, Priority: 2,
 				Start: t0, Estimate: time.Hour}},
 			now: t0.Add(30 * time.Minute),
@@ -280,6 +287,19 @@ func TestHerd(t *testing.T) {
 				{ID: "slow", GPUs: 1, MemPerGPUMiB: 10 * gib, Priority: 0, Submit: t0, Shareable: true, Estimate: 10 * time.Minute, EstimateHigh: time.Hour}},
 			want: map[string][]int{"small": {0}},
 			wait: map[string]string{"slow": "needs 1×10 GiB; largest free is 80 GiB on GPU 0; 1 GPU reserved for a run ahead; 1 run ahead"},
+		},
+		{
+			// The default herd holds nothing for a large run of unknown
+			// length: smaller runs of any priority keep using free GPUs.
+			name: "a large run without an estimate blocks no one",
+			inv:  machine(8, 80, 0, 0, 0, 0, 0, 0, 0),
+			running: []Running{{ID: "r1", GPUs: []string{"G1", "G2", "G3", "G4", "G5", "G6", "G7"}, MemPerGPUMiB: 80 * gib,
+				Priority: 2, Start: t0}},
+			now: t0.Add(time.Hour),
+			queue: []Request{{ID: "big", GPUs: 8, MemPerGPUMiB: 80 * gib, Priority: 2, Submit: t0},
+				{ID: "small", GPUs: 1, MemPerGPUMiB: 10 * gib, Priority: 0, Submit: t0.Add(time.Minute)}},
+			want: map[string][]int{"small": {0}},
+			wait: map[string]string{"big": "needs 8×80 GiB; largest free is 80 GiB on GPU 0; 1 of 8 fit now; first in line"},
 		},
 		{
 			name:  "no gpus at all",
@@ -295,7 +315,11 @@ func TestHerd(t *testing.T) {
 			if now.IsZero() {
 				now = t0
 			}
-			ds := Schedule(herd, State{Inventory: tt.inv, Running: tt.running, Queue: tt.queue, Now: now})
+			p := herd
+			if tt.reserve {
+				p = Herd(HerdOptions{Reserve: true})
+			}
+			ds := Schedule(p, State{Inventory: tt.inv, Running: tt.running, Queue: tt.queue, Now: now})
 			for _, d := range ds {
 				if want, ok := tt.want[d.ID]; ok {
 					require.True(t, d.Placed(), "%s: %s", d.ID, d.Wait)

@@ -60,9 +60,8 @@ func TestEvalPhilly(t *testing.T) {
 }
 
 var (
-	evEst      = flag.String("est", "none", "estimates for TestVariants")
-	evVariants = flag.String("variants", "", "policy variants for TestVariants")
-	evNodes    = flag.Bool("nodes", false, "TestPackVariants: PAI nodes too")
+	evEst      = flag.String("est", "none", "estimates for TestAblations where a variant names none")
+	evVariants = flag.String("variants", "herd/predicted", "TestAblations: ablation/estimates, comma-separated")
 )
 
 func splitList(s string) []string {

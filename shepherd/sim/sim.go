@@ -307,9 +307,6 @@ func (s *state) schedule() {
 		for i, d := range ds {
 			j := s.queue[i]
 			if !d.Placed() {
-				if len(d.Preempt) > 0 && debugPreempt != nil {
-					debugPreempt(j, len(d.Preempt))
-				}
 				victims = append(victims, d.Preempt...)
 				s.queue[keep], s.reqs[keep] = j, s.reqs[i]
 				keep++
@@ -353,5 +350,3 @@ func (s *state) schedule() {
 		}
 	}
 }
-
-var debugPreempt func(j *sjob, n int)

@@ -105,7 +105,6 @@ func (ps *pass) reset(p *Policy, st *State) {
 			ps.filtersNoRes = append(ps.filtersNoRes, f)
 		}
 	}
-	ps.setDemand()
 }
 
 // gpuKey is what of a GPU decides the machine's layout.
@@ -245,7 +244,7 @@ func (ps *pass) cycle(req *Request) Cycle {
 
 // setDemand computes the mix of memory needs of the queue and the running
 // placements, for scorers that weigh free memory by it.
-func (ps *pass) setDemand() {
+func (ps *pass) setDemand(shapes []shapeInfo) {
 	ps.hasDemand = false
 	for _, s := range ps.p.Scorers {
 		if _, ok := s.(Fragmentation); ok {
@@ -259,9 +258,9 @@ func (ps *pass) setDemand() {
 		ps.needCount = map[int64]int{}
 	}
 	clear(ps.needCount)
-	for i := range ps.st.Queue {
-		if q := &ps.st.Queue[i]; q.GPUs > 0 {
-			ps.needCount[q.MemPerGPUMiB] += q.GPUs
+	for i := range shapes {
+		if r := &shapes[i].rep; r.GPUs > 0 {
+			ps.needCount[r.MemPerGPUMiB] += r.GPUs * shapes[i].n
 		}
 	}
 	for i := range ps.st.Running {
@@ -287,6 +286,31 @@ func (ps *pass) full() bool {
 		}
 	}
 	return true
+}
+
+// anyShapeFits says whether a request of some shape in the queue could be
+// placed now (each with its shortest estimate, the most a filter lets
+// through): when none could, a terse pass stops. It asks only for a queue
+// of few shapes, where asking costs less than walking the rest of it.
+func (ps *pass) anyShapeFits(shapes []shapeInfo) bool {
+	if len(shapes) > 64 {
+		return true
+	}
+	for i := range shapes {
+		si := &shapes[i]
+		if si.deadVer == ps.ver {
+			continue
+		}
+		r := si.rep
+		if si.minEst < 1<<63-1 {
+			r.EstimateHigh = si.minEst
+		}
+		c := ps.cycle(&r)
+		if _, h := ps.fit(&c, ps.slots, ps.hosts, true); h >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hostFits says whether a host has the CPUs and memory req asks for.

@@ -219,7 +219,7 @@ func (p Policy) Rank(now time.Time, queue []Request) []int {
 	keys := make([]rankKey, len(queue))
 	top := topPriority(queue)
 	for i := range queue {
-		keys[i] = p.key(now, i, &queue[i], top)
+		keys[i] = p.key(now.UnixNano(), i, &queue[i], top)
 	}
 	sortKeys(keys, &p, queue)
 	order := make([]int, len(keys))
@@ -276,18 +276,18 @@ func topPriority(queue []Request) int {
 	return top
 }
 
-func (p *Policy) key(now time.Time, i int, r *Request, top int) rankKey {
+func (p *Policy) key(now int64, i int, r *Request, top int) rankKey {
 	k := rankKey{i: i, submit: r.Submit.UnixNano()}
 	if p.ByArrival {
 		return k
 	}
 	k.prio = r.Priority
-	if p.AgingStep > 0 && now.After(r.Submit) {
+	if p.AgingStep > 0 && now > k.submit {
 		step := p.AgingStep
 		if p.AgingFactor > 0 && r.Estimate > 0 {
 			step = max(step, time.Duration(p.AgingFactor*float64(r.Estimate)))
 		}
-		k.prio += int(now.Sub(r.Submit) / step)
+		k.prio += int((now - k.submit) / int64(step))
 		if p.AgeBelowTop {
 			k.prio = min(k.prio, max(top-1, r.Priority))
 		}
@@ -353,23 +353,26 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 	if sc.shapeIdx == nil {
 		sc.shapeIdx = map[shape]int32{}
 	}
-	top := topPriority(st.Queue)
+	top, now := topPriority(st.Queue), st.Now.UnixNano()
 	for i := range st.Queue {
 		r := &st.Queue[i]
-		k := p.key(st.Now, i, r, top)
+		k := p.key(now, i, r, top)
 		sh := shape{r.GPUs, r.MemPerGPUMiB, r.CPUMilli, r.MemMiB, r.Shareable}
 		idx, ok := sc.shapeIdx[sh]
 		if !ok {
 			idx = int32(len(sc.shapes))
 			sc.shapeIdx[sh] = idx
-			sc.shapes = append(sc.shapes, shapeInfo{minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1})
+			sc.shapes = append(sc.shapes, shapeInfo{minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1,
+				rep: Request{GPUs: r.GPUs, MemPerGPUMiB: r.MemPerGPUMiB, CPUMilli: r.CPUMilli, MemMiB: r.MemMiB, Shareable: r.Shareable}})
 		} else {
 			sc.shapes[idx].minEst = min(sc.shapes[idx].minEst, effEst(r))
 		}
+		sc.shapes[idx].n++
 		k.shape = idx
 		sc.keys = append(sc.keys, k)
 	}
 	shapes := sc.shapes
+	ps.setDemand(shapes)
 	// Terse passes take the queue in order from a heap and stop as soon as
 	// no remaining request can be placed; full passes sort it all, since
 	// every wait reason counts the runs ahead.
@@ -401,7 +404,7 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		}
 		if headDone {
 			if fullVer != ps.ver {
-				fullVer, full = ps.ver, ps.full()
+				fullVer, full = ps.ver, ps.full() || st.Terse && !ps.anyShapeFits(shapes)
 			}
 			if full {
 				ps.wait(d, req, ahead, &shapes[k.shape])
@@ -465,6 +468,10 @@ type shapeInfo struct {
 	minEst           time.Duration
 	failEst          time.Duration
 	failVer, deadVer int
+	n                int // requests of the shape
+	// rep stands for the shape's requests when asking whether any could
+	// fit; its estimate is the shape's shortest (set when asked).
+	rep Request
 	// why is the reason its requests wait, composed at version whyVer
 	// (for those that end before the pass's reservation, or not).
 	why          Reason

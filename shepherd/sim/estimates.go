@@ -72,9 +72,18 @@ func ParseEstimates(s string) (Estimates, error) {
 // GPU count and class where the trace has users, else the GPU count.
 func predictKey(j *Job) string {
 	if j.User != "" {
-		return fmt.Sprintf("%s/%dgpu/%s", j.User, j.GPUs, j.Class)
+		return j.User + "/" + gpuKey(j.GPUs) + "/" + j.Class
 	}
-	return fmt.Sprintf("%dgpu", j.GPUs)
+	return gpuKey(j.GPUs)
+}
+
+var gpuKeys = [...]string{"0gpu", "1gpu", "2gpu", "3gpu", "4gpu", "5gpu", "6gpu", "7gpu", "8gpu"}
+
+func gpuKey(n int) string {
+	if n >= 0 && n < len(gpuKeys) {
+		return gpuKeys[n]
+	}
+	return strconv.Itoa(n) + "gpu"
 }
 
 // userEstimate is a job's estimate of its whole run under a noisy regime.

@@ -101,6 +101,8 @@ func replay(jobs []Job, cfg Config, h hooks) (Report, []*sjob) {
 		tenants: make([]int, cfg.GPUs), hooks: h}
 	if cfg.Estimates.Mode == "predicted" {
 		s.pred = predict.New(predict.Options{})
+		s.memo = memo{p: s.pred, at: -1}
+		s.learnt = map[string]bool{}
 	}
 	for i := range s.free {
 		s.free[i] = cfg.GPUMiB
@@ -138,6 +140,7 @@ func replay(jobs []Job, cfg Config, h hooks) (Report, []*sjob) {
 				if s.pred != nil {
 					run := predict.Run{Key: predictKey(&r.Job), Duration: seconds(r.ran)}
 					s.pred.Observe(run)
+					s.learnt[run.Key] = true
 					if s.hooks.learn != nil {
 						s.hooks.learn(s.t, run)
 					}
@@ -163,7 +166,9 @@ type state struct {
 	cfg     Config
 	sched   *shepherd.Scheduler
 	pred    *predict.Predictor
-	predVer int // the predictor's version the queue's requests were built at
+	predVer int             // the predictor's version the queue's requests were built at
+	memo    memo            // the predictor's answers per key, at its version
+	learnt  map[string]bool // keys the predictor learnt about since the queue was rebuilt
 	hooks   hooks
 	inv     shepherd.Inventory
 	free    []int64
@@ -222,7 +227,7 @@ func (s *state) enqueue(j *sjob) {
 func (s *state) request(j *sjob) shepherd.Request {
 	var p predict.Source
 	if s.pred != nil {
-		p = s.pred
+		p = &s.memo
 	}
 	j.req = shepherd.Build(NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, p))
 	if s.hooks.request != nil {
@@ -232,8 +237,11 @@ func (s *state) request(j *sjob) shepherd.Request {
 }
 
 // mightPlace says whether an arrival could change anything: some GPU has
-// memory for it, or it might preempt. Skipping the pass otherwise keeps long
-// queues cheap; every policy is replayed the same way.
+// memory for it, or it might preempt (a spot run past its grace period of
+// lower priority, or of the same priority and a higher service level).
+// Skipping the pass otherwise keeps long queues cheap, and changes nothing:
+// such a pass places and stops nothing. Every policy is replayed the same
+// way.
 func (s *state) mightPlace(j *sjob) bool {
 	for _, f := range s.free {
 		if f >= j.mem {
@@ -241,9 +249,20 @@ func (s *state) mightPlace(j *sjob) bool {
 		}
 	}
 	p := &s.cfg.Policy
-	if p.Preempt && !j.Preemptible {
-		for _, r := range s.running {
-			if r.Preemptible && (r.Priority < j.Priority || p.PreemptForService && r.Priority == j.Priority) {
+	if !p.Preempt {
+		return false
+	}
+	now := at(s.t)
+	for _, r := range s.running {
+		if !r.Preemptible || r.placed.Start.Add(p.PreemptAfter).After(now) {
+			continue
+		}
+		if r.Priority < j.Priority {
+			return true
+		}
+		if p.PreemptForService && r.Priority == j.Priority {
+			served := seconds(r.ran+s.t-r.start) * time.Duration(max(r.GPUs, 1))
+			if len(p.ServiceLevels) > 0 && served >= p.ServiceLevels[0] {
 				return true
 			}
 		}
@@ -294,10 +313,15 @@ func (s *state) schedule() {
 			s.runs = append(s.runs, r.placed)
 		}
 		if s.pred != nil && s.predVer != s.pred.Version() {
+			// Only jobs whose key the predictor learnt about can get
+			// another answer; the rest keep their requests.
 			s.predVer = s.pred.Version()
 			for i, j := range s.queue {
-				s.reqs[i] = s.request(j)
+				if s.learnt[predictKey(&j.Job)] {
+					s.reqs[i] = s.request(j)
+				}
 			}
+			clear(s.learnt)
 		}
 		s.rep.Passes++
 		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true})
@@ -349,4 +373,29 @@ func (s *state) schedule() {
 			s.enqueue(r)
 		}
 	}
+}
+
+// memo answers for the predictor, keeping each key's answer until the
+// predictor learns again: a trace's jobs have no parameters, so one answer
+// per key holds for all its queued jobs.
+type memo struct {
+	p  *predict.Predictor
+	at int
+	m  map[string]predict.Estimate
+}
+
+// Predict implements predict.Source.
+func (m *memo) Predict(q predict.Query) predict.Estimate {
+	if len(q.Params) > 0 {
+		return m.p.Predict(q)
+	}
+	if v := m.p.Version(); v != m.at || m.m == nil {
+		m.at, m.m = v, map[string]predict.Estimate{}
+	}
+	e, ok := m.m[q.Key]
+	if !ok {
+		e = m.p.Predict(q)
+		m.m[q.Key] = e
+	}
+	return e
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -756,7 +757,10 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 	hostAt := -1
 	for i, s := range ps.slots {
 		if s.Healthy && (r.LargestFreeGPU < 0 || s.Free > r.LargestFreeMiB) {
-			r.LargestFreeMiB, r.LargestFreeGPU = s.Free, s.Index
+			r.LargestFreeMiB, r.LargestFreeGPU, r.LargestFreeOn = s.Free, s.Index, s.Label
+			if s.Label == "" {
+				r.LargestFreeOn = "GPU " + strconv.Itoa(s.Index)
+			}
 		}
 		st := ps.status[i]
 		if st.IsSuccess() {

@@ -24,6 +24,9 @@ type GPU struct {
 	// its wait reasons.
 	Group  string
 	Parent string // UUID of the physical GPU when this is a MIG slice
+	// Label is how wait reasons name the device ("GPU 0 MIG 1 (3g.40gb)");
+	// "" names it "GPU <Index>".
+	Label string
 	// Host names the machine the GPU is in ("" on a workstation): every
 	// GPU of one placement is on one host, whose CPUs and memory it uses.
 	Host string

@@ -59,9 +59,10 @@ type Reason struct {
 	NeedMiB        int64 // per GPU
 	NeedCPUMilli   int64
 	NeedMemMiB     int64
-	LargestFreeMiB int64 // the most free memory on a usable GPU
-	LargestFreeGPU int   // that GPU's index; -1 when none
-	Fit            int   // GPUs that could take it now
+	LargestFreeMiB int64  // the most free memory on a usable GPU
+	LargestFreeGPU int    // that GPU's index; -1 when none
+	LargestFreeOn  string // that GPU's label ("GPU 1", "GPU 0 MIG 1 (3g.40gb)")
+	Fit            int    // GPUs that could take it now
 	// Refusals counts the GPUs each other cause refused, in order.
 	Refusals []Refusal
 	// Its host's CPUs and memory when those hold it back.
@@ -115,8 +116,8 @@ func (r *Reason) body(gang bool) string {
 	if r.LargestFreeGPU >= 0 {
 		b.WriteString("largest free is ")
 		b.WriteString(mib(r.LargestFreeMiB))
-		b.WriteString(" on GPU ")
-		b.WriteString(strconv.Itoa(r.LargestFreeGPU))
+		b.WriteString(" on ")
+		b.WriteString(r.LargestFreeOn)
 	}
 	switch {
 	case r.Code == WaitGroup:

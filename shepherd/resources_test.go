@@ -107,3 +107,16 @@ func TestOneHostPerPlacement(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitReasonsNameSlices: a wait reason names a MIG slice by its label.
+func TestWaitReasonsNameSlices(t *testing.T) {
+	inv := Inventory{GPUs: []GPU{
+		{Index: 0, UUID: "GPU-0", TotalMiB: 80 * gib, FreeMiB: 30 * gib, Healthy: true},
+		{Index: 0, UUID: "MIG-a", TotalMiB: 40 * gib, FreeMiB: 20 * gib, Healthy: true, Parent: "GPU-0", Label: "GPU 0 MIG 1 (3g.40gb)"},
+		{Index: 0, UUID: "MIG-b", TotalMiB: 40 * gib, FreeMiB: 10 * gib, Healthy: true, Parent: "GPU-0", Label: "GPU 0 MIG 2 (3g.40gb)"},
+	}}
+	d := Schedule(Herd(HerdOptions{}), State{Inventory: inv, Now: t0, Queue: []Request{{ID: "a", GPUs: 1, MemPerGPUMiB: 30 * gib, Submit: t0}}})[0]
+	require.Equal(t, WaitGPUMemory, d.Reason.Code)
+	require.Equal(t, "GPU 0 MIG 1 (3g.40gb)", d.Reason.LargestFreeOn)
+	require.Equal(t, "needs 1×30 GiB; largest free is 20 GiB on GPU 0 MIG 1 (3g.40gb); first in line", d.Wait)
+}

@@ -54,9 +54,11 @@ func run(bin string, n int) error {
 	}
 	defer os.RemoveAll(home)
 	rng := rand.New(rand.NewPCG(14, 40))
-	epochs := []int{5, 10, 15, 20, 30, 40, 60}
-	hidden := []int{16, 32, 64, 128, 256, 512}
-	batch := []int{16, 32, 64, 128, 256}
+	// Long enough that training, not the interpreter's start, is most of
+	// the stage's time.
+	epochs := []int{10, 20, 40, 80, 160, 320}
+	hidden := []int{16, 32, 64, 128, 256}
+	batch := []int{16, 32, 64, 128}
 	for i := range n {
 		args := []string{"run", "digits-mlp", "--executor", "local", "--wait", "--allow-duplicate",
 			"--set", fmt.Sprintf("epochs=%d", epochs[rng.IntN(len(epochs))]),
@@ -127,6 +129,8 @@ func run(bin string, n int) error {
 			inside++
 		}
 		used[strings.Join(e.Params, "+")]++
+		fmt.Fprintf(os.Stderr, "bench/predict: %v: %.1f s, predicted %.1f s (%.1f–%.1f) from %v\n", o.Params, truth,
+			e.Median.Seconds(), e.Low.Seconds(), e.High.Seconds(), e.Params)
 	}
 	var lo, hi time.Duration = obs[0].Duration, obs[0].Duration
 	for _, o := range obs {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"niuma/shepherd"
 )
@@ -25,6 +26,11 @@ var ablations = map[string]func(p *shepherd.Policy){
 	"agefree": func(p *shepherd.Policy) { p.AgeBelowTop = false },
 	// No least-attained-service levels.
 	"nolas": func(p *shepherd.Policy) { p.ServiceLevels = nil; p.PreemptForService = false },
+	// Other service levels (least attained service) than one GPU-hour.
+	"las15m": func(p *shepherd.Policy) { p.ServiceLevels = []time.Duration{15 * time.Minute} },
+	"las4h":  func(p *shepherd.Policy) { p.ServiceLevels = []time.Duration{4 * time.Hour} },
+	// More sharing.
+	"share4": func(p *shepherd.Policy) { p.Filters[4] = shepherd.Share{Max: 4} },
 	// Two runs per GPU, spread to empty GPUs first (the earlier herd).
 	"share2": func(p *shepherd.Policy) {
 		p.Filters[4] = shepherd.Share{Max: 2}

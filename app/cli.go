@@ -104,7 +104,8 @@ Usage:
                                 a report of a run, or a comparison of several
   niuma gpus [--watch] [--json] [--simulate-gpus 4xH100-80GB]
                                 the GPUs, their load and the runs on them
-  niuma sim --trace FILE [--policy herd|bestfit|fifo] [--gpus 8x80GiB] [--load 0.8] [--json]
+  niuma sim --trace FILE [--policy herd|bestfit|las|fifo] [--estimates none|predicted|noisy:0.5]
+            [--gpus 8x80GiB] [--load 0.8] [--json]
                                 replay a Philly or PAI trace through the shepherd
   niuma engine [--until-idle]   drive queued and running runs in the foreground
   niuma version

@@ -147,7 +147,8 @@ Usage:
                                 the GPUs, their load and the runs on them
   niuma cluster [--json] [--partition P] [--user U]
                                 the Slurm cluster's nodes (GPUs allocated/total) and your jobs, with why they wait
-  niuma sim --trace FILE [--policy herd|bestfit|fifo] [--gpus 8x80GiB] [--load 0.8] [--json]
+  niuma sim --trace FILE [--policy herd|bestfit|las|fifo] [--estimates none|predicted|noisy:0.5]
+            [--gpus 8x80GiB] [--load 0.8] [--json]
                                 replay a Philly or PAI trace through the shepherd
   niuma import tensorboard LOGDIR [--json]
                                 bring a TensorBoard logdir's runs (scalars, hparams) into the archive

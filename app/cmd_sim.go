@@ -16,6 +16,9 @@ import (
 func (c *cli) simCmd(_ context.Context, args []string) error {
 	fs := c.flags("sim")
 	trace := fs.String("trace", "", "trace file: philly.csv or pai2023_pods.csv (required)")
+	nodes := fs.String("nodes", "", "pai: pack onto these nodes (pai2023_gpu_nodes.csv) instead of --gpus")
+	cluster := fs.String("cluster", "", "philly: replay only this virtual cluster (e.g. 6214e9)")
+	estimates := fs.String("estimates", "predicted", "how run times are known: none, predicted (learned from earlier completions) or noisy:σ (users' guesses, e.g. noisy:0.5)")
 	format := fs.String("format", "", "philly or pai (default: guessed from the file name)")
 	gpus := fs.String("gpus", "8x80GiB", "the simulated machine: COUNTxMEMORY per GPU")
 	group := fs.Int("group", 0, "GPUs per NVLink group (default: all GPUs in one group)")
@@ -52,6 +55,9 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 	if cfg.Policy, err = shepherd.ByName(*policy); err != nil {
 		return exitError{code: 2, msg: "--policy: " + err.Error()}
 	}
+	if cfg.Estimates, err = sim.ParseEstimates(*estimates); err != nil {
+		return exitError{code: 2, msg: "--estimates: " + err.Error()}
+	}
 	f, err := os.Open(*trace)
 	if err != nil {
 		return fmt.Errorf("open the trace: %w (download it or point --trace at ../shared/data/traces)", err)
@@ -59,17 +65,36 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 	defer f.Close()
 	maxGPUs := cfg.GPUs
 	if *format == "pai" {
+		target := sim.Workstation(cfg.GPUs, cfg.GPUMiB, cfg.GroupSize)
+		where := *gpus
+		if *nodes != "" {
+			nf, err := os.Open(*nodes)
+			if err != nil {
+				return fmt.Errorf("open the node list: %w (point --nodes at pai2023_gpu_nodes.csv)", err)
+			}
+			target, err = sim.LoadPAINodes(nf, cfg.GPUMiB)
+			nf.Close()
+			if err != nil {
+				return err
+			}
+			maxGPUs = 0
+			for _, h := range target.Hosts {
+				maxGPUs = max(maxGPUs, countGPUs(target, h.Name))
+			}
+			where = fmt.Sprintf("%d nodes with %d GPUs", len(target.Hosts), len(target.GPUs))
+		}
 		pods, err := sim.LoadPAI(f, maxGPUs)
 		if err != nil {
 			return err
 		}
-		rep := sim.Pack(pods, cfg)
+		rep := sim.Pack(pods, target, cfg.Policy)
 		if *asJSON {
 			return writeJSON(c.out, rep)
 		}
 		fmt.Fprintf(c.out, "policy %s packed %d of %d pods (%d GPUs asked, %.0f GiB held) onto %s before the first refusal\n",
-			rep.Policy, rep.Placed, len(pods), rep.GPUs, rep.UsedGiB, *gpus)
-		fmt.Fprintf(c.out, "  free then: %.0f GiB, of which stranded (too small for that pod): %.0f GiB\n", rep.FreeGiB, rep.StrandedGiB)
+			rep.Policy, rep.Placed, len(pods), rep.GPUs, rep.UsedGiB, where)
+		fmt.Fprintf(c.out, "  free then: %.0f GiB, of which stranded (on partly used GPUs, too little for that pod): %.0f GiB (%.1f GPUs' worth)\n",
+			rep.FreeGiB, rep.StrandedGiB, rep.StrandedGPUs)
 		fmt.Fprintf(c.out, "  refused: %s\n", rep.Refused)
 		fmt.Fprintln(c.out, "  (PAI pod durations are censored, so PAI is replayed for packing only)")
 		return nil
@@ -77,6 +102,12 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 	jobs, err := sim.LoadPhilly(f, maxGPUs, *seed)
 	if err != nil {
 		return err
+	}
+	if *cluster != "" {
+		jobs = slices.DeleteFunc(jobs, func(j sim.Job) bool { return j.Cluster != *cluster })
+		if len(jobs) == 0 {
+			return exitError{code: 1, msg: fmt.Sprintf("no jobs of virtual cluster %q in the trace: check --cluster", *cluster)}
+		}
 	}
 	if *days > 0 || *startDay > 0 {
 		d := *days
@@ -95,6 +126,18 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 	if *asJSON {
 		return writeJSON(c.out, rep)
 	}
+	fmt.Fprintf(c.out, "estimates: %s\n", cfg.Estimates)
 	fmt.Fprint(c.out, rep.String())
 	return nil
+}
+
+// countGPUs counts the GPUs of one host.
+func countGPUs(c sim.Cluster, host string) int {
+	n := 0
+	for _, g := range c.GPUs {
+		if g.Host == host {
+			n++
+		}
+	}
+	return n
 }

@@ -28,6 +28,29 @@ func TestSimCommand(t *testing.T) {
 		require.Equal(t, "herd", rep.Policy)
 		require.Positive(t, rep.Jobs)
 	})
+	t.Run("estimate regimes", func(t *testing.T) {
+		for _, est := range []string{"none", "predicted", "noisy:0.5"} {
+			code, out, errs := niuma(t, "sim", "--trace", philly, "--estimates", est, "--load", "0.8")
+			require.Equal(t, 0, code, errs)
+			require.Contains(t, out, "estimates: "+est)
+			require.Contains(t, out, "policy herd:")
+		}
+	})
+	t.Run("one virtual cluster", func(t *testing.T) {
+		code, out, errs := niuma(t, "sim", "--trace", philly, "--cluster", "6214e9", "--json")
+		require.Equal(t, 0, code, errs)
+		var rep struct{ Jobs int }
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		require.Positive(t, rep.Jobs)
+		code, _, errs = niuma(t, "sim", "--trace", philly, "--cluster", "nosuch")
+		require.Equal(t, 1, code)
+		require.Contains(t, errs, `no jobs of virtual cluster "nosuch"`)
+	})
+	t.Run("pai packing onto nodes", func(t *testing.T) {
+		code, out, errs := niuma(t, "sim", "--trace", pai, "--nodes", "../shepherd/sim/testdata/pai2023-gpu-nodes-50.csv", "--policy", "bestfit")
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, out, "onto 50 nodes with 248 GPUs before the first refusal")
+	})
 	t.Run("pai packing", func(t *testing.T) {
 		code, out, errs := niuma(t, "sim", "--trace", pai)
 		require.Equal(t, 0, code, errs)
@@ -39,7 +62,9 @@ func TestSimCommand(t *testing.T) {
 		want string
 	}{
 		{"no trace", []string{"sim"}, "sim needs --trace FILE"},
-		{"bad policy", []string{"sim", "--trace", philly, "--policy", "sjf"}, `unknown policy "sjf": choose one of herd, bestfit, fifo`},
+		{"bad policy", []string{"sim", "--trace", philly, "--policy", "sjf"}, `unknown policy "sjf": choose one of herd, bestfit, las, fifo`},
+		{"bad estimates", []string{"sim", "--trace", philly, "--estimates", "exact"}, "use none, predicted or noisy:σ"},
+		{"bad sigma", []string{"sim", "--trace", philly, "--estimates", "noisy:-1"}, "σ must be a number from 0 to 5"},
 		{"bad gpus", []string{"sim", "--trace", philly, "--gpus", "8"}, "write COUNTxMEMORY"},
 		{"bad format", []string{"sim", "--trace", philly, "--format", "slurm"}, "use philly or pai"},
 	} {

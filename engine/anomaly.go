@@ -332,9 +332,13 @@ func (e *Engine) observeQueue(ctx context.Context, lr *liveRun, ls *liveStage, d
 		}
 	}
 	since := waitStart(lr.run.CreatedAt, ls.attempt.FinishedAt, needsEnd...)
-	e.waits.note(stageKey(lr, ls), string(d.Code), since)
+	e.waits.note(stageKey(lr, ls), string(d.Reason.Code), since)
+	largest := float64(d.Reason.LargestFreeMiB)
+	if d.Reason.LargestFreeGPU < 0 || d.Reason.Code == shepherd.WaitNoGPUs {
+		largest = -1 // no usable GPU: nothing is free
+	}
 	q := sentinel.QueueObservation{Run: lr.run.ID, Stage: ls.st.Name, WaitingSince: since, Reason: d.Wait,
-		Code: string(d.Code), NeedMiB: float64(ls.st.GPUMemoryMiB), LargestFreeMiB: float64(d.LargestFreeMiB), Ahead: d.Ahead}
+		Code: string(d.Reason.Code), NeedMiB: float64(ls.st.GPUMemoryMiB), LargestFreeMiB: largest, Ahead: d.Reason.Ahead}
 	for _, a := range e.sent.ObserveQueue(q, now) {
 		e.recordAnomaly(ctx, a)
 		e.actQueued(ctx, lr, ls, a)

@@ -12,8 +12,8 @@ import (
 )
 
 // Why a stage waits, as codes: the engine's own, beside the shepherd's
-// (shepherd.WaitCode: no_gpu, too_big, gpu_memory, gpus_busy, reserved,
-// preempting).
+// (shepherd.ReasonCode: no_gpus, never_fits, gpu_memory, gpu_busy, cpu,
+// reserved, preempting, ...).
 const (
 	WaitNeeds      = "needs"      // an earlier stage has not succeeded yet
 	WaitBackoff    = "backoff"    // waiting before a retry

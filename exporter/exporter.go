@@ -49,9 +49,15 @@ const stageBatch = 20000
 
 // WaitCodes are the reasons a stage waits, as niuma_queue_* label them:
 // the engine's before the shepherd's.
-var WaitCodes = []string{engine.WaitNeeds, engine.WaitBackoff, engine.WaitExecutor, engine.WaitScheduling,
-	string(shepherd.WaitNoGPU), string(shepherd.WaitTooBig), string(shepherd.WaitGPUMemory),
-	string(shepherd.WaitGPUsBusy), string(shepherd.WaitReserved), string(shepherd.WaitPreempting)}
+var WaitCodes = waitCodes()
+
+func waitCodes() []string {
+	codes := []string{engine.WaitNeeds, engine.WaitBackoff, engine.WaitExecutor, engine.WaitScheduling}
+	for _, c := range shepherd.ReasonCodes {
+		codes = append(codes, string(c))
+	}
+	return codes
+}
 
 // Actions are what the engine did about anomalies, as
 // niuma_sentinel_actions_total labels them (its events "action_<name>").

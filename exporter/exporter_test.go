@@ -132,7 +132,7 @@ func TestExposition(t *testing.T) {
 		`niuma_queue_stages{reason="gpu_memory"} 2`,
 		`niuma_queue_stages{reason="needs"} 1`,
 		`niuma_queue_stages{reason="scheduling"} 1`, // an unknown code counts as not yet scheduled
-		`niuma_queue_stages{reason="too_big"} 0`,
+		`niuma_queue_stages{reason="never_fits"} 0`,
 		`niuma_runs{state="queued"} 4`,
 		`niuma_runs{state="failed"} 0`,
 		`niuma_metric_points_ingested_total 4096`,

@@ -135,7 +135,7 @@ func TestARealPrometheusScrapesNiuma(t *testing.T) {
 		want func(float64) bool
 	}{
 		{`up{job="niuma"}`, func(v float64) bool { return v == 1 }},
-		{`niuma_queue_stages{reason="too_big"}`, func(v float64) bool { return v == 1 }},
+		{`niuma_queue_stages{reason="never_fits"}`, func(v float64) bool { return v == 1 }},
 		{`sum(niuma_gpu_run_memory_bytes{simulated="true"})`, func(v float64) bool { return v == 20*1024*1024*1024 }},
 		{`count(niuma_gpu_info{simulated="true",source="simulated"})`, func(v float64) bool { return v == 2 }},
 		{`sum(niuma_runs{state=~"queued|running"})`, func(v float64) bool { return v == 2 }},

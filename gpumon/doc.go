@@ -11,11 +11,16 @@
 //     ERROR_NOT_SUPPORTED for is absent (a nil pointer), never zero. Health
 //     events (XID critical errors, uncorrectable ECC) mark a GPU unhealthy,
 //     and the shepherd does not offer an unhealthy GPU.
-//   - Simulated (sim.go): GPUs described by a spec such as "4xH100-80GB",
-//     whose telemetry follows the holders the engine assigned to them. Every
+//   - Simulated (sim.go): GPUs described by a spec such as "4xH100-80GB"
+//     (or, in MIG mode, "1xA100-80GB:mig=3g.40gb+2x2g.20gb"), whose
+//     telemetry follows the holders the engine assigned to them. Every
 //     snapshot of it says Simulated, and Open never picks it when NVML sees a
 //     real GPU.
 //   - Absent: no GPU, with the reason in words.
+//
+// A GPU in MIG mode lists its slices (mig.go); Snapshot.Devices is what may
+// be placed on: whole GPUs and slices, never a GPU in MIG mode itself. NVML's
+// NVLink peers give each GPU its Group.
 //
 // A Sampler (sampler.go) polls a source at 1 Hz, keeps an hour of history
 // per GPU in memory, and hands per-minute min/mean/max records to a store.

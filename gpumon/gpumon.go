@@ -53,6 +53,13 @@ type GPU struct {
 	XIDs []uint64 `json:"xids,omitempty"`
 
 	Processes []Process `json:"processes"`
+	// MIG lists the GPU's MIG slices when MIG mode is on: each is a device
+	// of its own, and the GPU is never offered whole (Snapshot.Devices).
+	MIG []MIGDevice `json:"mig,omitempty"`
+	// Group names the GPU's NVLink group: GPUs of one group are linked to
+	// each other. "" when NVML reports no NVLink between this machine's
+	// GPUs (then none are grouped).
+	Group string `json:"group,omitempty"`
 
 	// Healthy is false when the GPU must not be offered to new stages: an
 	// uncorrectable ECC error, a critical XID, or the GPU fell off the bus.

@@ -47,6 +47,10 @@ type NVML struct {
 	xids     map[string][]uint64  // UUID -> XIDs seen since the last snapshot
 	lastSeen []GPU                // the previous sample's GPUs, to notice one that vanished
 	closed   bool
+	// topology is the NVLink group of each GPU, by UUID, read once for the
+	// set of GPUs topoKey names (links do not change while it stays).
+	topology map[string]string
+	topoKey  string
 }
 
 // slowAttrs are the attributes that change rarely, read every SlowEvery.
@@ -137,13 +141,16 @@ func (n *NVML) Snapshot(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("nvmlDeviceGetCount: %v", ret)
 	}
 	seen := map[string]bool{}
+	devs := make([]nvml.Device, 0, count)
 	for i := 0; i < count; i++ {
-		g := n.sampleDevice(ctx, i, now)
+		g, dev := n.sampleDevice(ctx, i, now)
 		if g.UUID != "" {
 			seen[g.UUID] = true
 		}
 		snap.GPUs = append(snap.GPUs, g)
+		devs = append(devs, dev)
 	}
+	n.groups(snap.GPUs, devs)
 	// A GPU that was there a moment ago and is gone now has fallen off the
 	// bus (or was unbound): show it, unhealthy, rather than let it vanish.
 	for _, old := range n.lastSeen {
@@ -186,7 +193,7 @@ func (p *probe) ok(call string, ret nvml.Return) bool {
 	return false
 }
 
-func (n *NVML) sampleDevice(ctx context.Context, i int, now time.Time) (g GPU) {
+func (n *NVML) sampleDevice(ctx context.Context, i int, now time.Time) (g GPU, dev nvml.Device) {
 	g = GPU{Index: i}
 	p := &probe{g: &g}
 	// Health is settled last, whichever return the sample took.
@@ -208,11 +215,11 @@ func (n *NVML) sampleDevice(ctx context.Context, i int, now time.Time) (g GPU) {
 	}()
 	dev, ret := n.lib.DeviceGetHandleByIndex(i)
 	if !p.ok("nvmlDeviceGetHandleByIndex", ret) {
-		return g
+		return g, nil
 	}
 	uuid, ret := dev.GetUUID()
 	if !p.ok("nvmlDeviceGetUUID", ret) {
-		return g
+		return g, nil
 	}
 	g.UUID = uuid
 	if x := n.xids[uuid]; len(x) > 0 {
@@ -224,7 +231,7 @@ func (n *NVML) sampleDevice(ctx context.Context, i int, now time.Time) (g GPU) {
 	if !cached || now.Sub(sa.at) >= n.opts.SlowEvery {
 		sa = n.readSlow(dev, p, now)
 		if p.lost {
-			return g
+			return g, dev
 		}
 		n.slow[uuid] = sa
 	}
@@ -236,7 +243,7 @@ func (n *NVML) sampleDevice(ctx context.Context, i int, now time.Time) (g GPU) {
 		g.MemTotalMiB, g.MemUsedMiB, g.MemFreeMiB = int64(m.Total>>20), int64(m.Used>>20), int64(m.Free>>20)
 	}
 	if p.lost {
-		return g
+		return g, dev
 	}
 	// With MIG enabled utilisation is per instance: NVML answers
 	// NOT_SUPPORTED here, and the fields stay absent.
@@ -266,7 +273,7 @@ func (n *NVML) sampleDevice(ctx context.Context, i int, now time.Time) (g GPU) {
 		g.FanPercent = ptr(float64(f))
 	}
 	if p.lost {
-		return g
+		return g, dev
 	}
 	if procs, ret := dev.GetComputeRunningProcesses(); p.ok("nvmlDeviceGetComputeRunningProcesses", ret) {
 		g.Processes = make([]Process, 0, len(procs))
@@ -280,7 +287,123 @@ func (n *NVML) sampleDevice(ctx context.Context, i int, now time.Time) (g GPU) {
 			g.Processes = append(g.Processes, proc)
 		}
 	}
-	return g
+	if g.MIGEnabled != nil && *g.MIGEnabled && !p.lost {
+		g.MIG = n.sampleMIG(ctx, dev, p)
+	}
+	return g, dev
+}
+
+// sampleMIG reads the MIG slices of a GPU in MIG mode: each slice's UUID,
+// profile, memory and processes. An index without a slice is skipped; a
+// call failing for one slice is recorded in that slice's Errors.
+func (n *NVML) sampleMIG(ctx context.Context, dev nvml.Device, p *probe) []MIGDevice {
+	count, ret := dev.GetMaxMigDeviceCount()
+	if !p.ok("nvmlDeviceGetMaxMigDeviceCount", ret) {
+		return nil
+	}
+	out := []MIGDevice{}
+	for i := 0; i < count; i++ {
+		m, ret := dev.GetMigDeviceHandleByIndex(i)
+		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
+			continue // no slice at this index
+		}
+		if !p.ok(fmt.Sprintf("nvmlDeviceGetMigDeviceHandleByIndex(%d)", i), ret) {
+			continue
+		}
+		d := MIGDevice{Index: i, Processes: []Process{}}
+		mp := &probe{g: &GPU{}}
+		if uuid, ret := m.GetUUID(); mp.ok("nvmlDeviceGetUUID", ret) {
+			d.UUID = uuid
+		}
+		if name, ret := m.GetName(); mp.ok("nvmlDeviceGetName", ret) {
+			d.Profile = migProfile(name)
+		}
+		if mem, ret := m.GetMemoryInfo(); mp.ok("nvmlDeviceGetMemoryInfo", ret) {
+			d.MemTotalMiB, d.MemUsedMiB, d.MemFreeMiB = int64(mem.Total>>20), int64(mem.Used>>20), int64(mem.Free>>20)
+		}
+		if procs, ret := m.GetComputeRunningProcesses(); mp.ok("nvmlDeviceGetComputeRunningProcesses", ret) {
+			for _, pr := range procs {
+				proc := Process{PID: int(pr.Pid), MemMiB: int64(pr.UsedGpuMemory >> 20)}
+				if n.opts.Owners != nil {
+					if o, ok := n.opts.Owners.Owner(ctx, proc.PID); ok {
+						proc.Owner = &o
+					}
+				}
+				d.Processes = append(d.Processes, proc)
+			}
+		}
+		d.Errors = mp.g.Errors
+		if mp.lost {
+			p.lost = true
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// migProfile reads the profile from a MIG device's name, "NVIDIA A100-SXM4-80GB MIG 3g.40gb".
+func migProfile(name string) string {
+	if i := strings.LastIndex(name, "MIG "); i >= 0 {
+		return strings.TrimSpace(name[i+4:])
+	}
+	return name
+}
+
+// groups sets each GPU's NVLink group: GPUs joined by NVLink (NVML's P2P
+// status over NVLink, transitively) share a group named after the lowest
+// index in it, "nvlink0"; a GPU without NVLink peers gets its own group.
+// When no two GPUs are linked, none is grouped. The links are read once
+// per set of GPUs.
+func (n *NVML) groups(gpus []GPU, devs []nvml.Device) {
+	var key strings.Builder
+	for _, g := range gpus {
+		key.WriteString(g.UUID + " ")
+	}
+	if key.String() != n.topoKey || n.topology == nil {
+		n.topoKey, n.topology = key.String(), n.readTopology(gpus, devs)
+	}
+	for i := range gpus {
+		gpus[i].Group = n.topology[gpus[i].UUID]
+	}
+}
+
+func (n *NVML) readTopology(gpus []GPU, devs []nvml.Device) map[string]string {
+	parent := make([]int, len(gpus))
+	for i := range parent {
+		parent[i] = i
+	}
+	var root func(int) int
+	root = func(i int) int {
+		for parent[i] != i {
+			i = parent[i]
+		}
+		return i
+	}
+	linked := false
+	for i := range gpus {
+		for j := i + 1; j < len(gpus); j++ {
+			if devs[i] == nil || devs[j] == nil || gpus[i].UUID == "" || gpus[j].UUID == "" {
+				continue
+			}
+			st, ret := devs[i].GetP2PStatus(devs[j], nvml.P2P_CAPS_INDEX_NVLINK)
+			if ret == nvml.SUCCESS && st == nvml.P2P_STATUS_OK {
+				linked = true
+				if a, b := root(i), root(j); a != b {
+					parent[max(a, b)] = min(a, b)
+				}
+			}
+		}
+	}
+	out := map[string]string{}
+	if !linked {
+		return out
+	}
+	for i, g := range gpus {
+		if g.UUID != "" {
+			out[g.UUID] = fmt.Sprintf("nvlink%d", gpus[root(i)].Index)
+		}
+	}
+	return out
 }
 
 // readSlow reads the attributes cached for SlowEvery.

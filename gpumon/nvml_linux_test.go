@@ -24,9 +24,18 @@ import (
 type fakeGPU struct {
 	uuid     string
 	mig      bool
+	slices   []fakeMIG       // MIG slices (with mig), at indices 0, 2, 4… (NVML leaves gaps)
+	links    map[string]bool // UUIDs this GPU reaches over NVLink
 	procs    []nvml.ProcessInfo
 	fail     map[string]nvml.Return
 	nilFuncs []string // calls that must not happen: their funcs stay nil
+}
+
+// fakeMIG is one mocked MIG slice.
+type fakeMIG struct {
+	uuid, profile string
+	usedMiB       uint64
+	procs         []nvml.ProcessInfo
 }
 
 func (f *fakeGPU) ret(call string) nvml.Return {
@@ -103,6 +112,29 @@ func (f *fakeGPU) device() *mock.Device {
 			return nvml.EventTypeXidCriticalError | nvml.EventTypeDoubleBitEccError | nvml.EventTypePState, f.ret("GetSupportedEventTypes")
 		},
 		RegisterEventsFunc: func(uint64, nvml.EventSet) nvml.Return { return f.ret("RegisterEvents") },
+		GetP2PStatusFunc: func(other nvml.Device, idx nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {
+			u, _ := other.GetUUID()
+			if idx == nvml.P2P_CAPS_INDEX_NVLINK && f.links[u] {
+				return nvml.P2P_STATUS_OK, nvml.SUCCESS
+			}
+			return nvml.P2P_STATUS_NOT_SUPPORTED, nvml.SUCCESS
+		},
+		GetMaxMigDeviceCountFunc: func() (int, nvml.Return) { return 7, f.ret("GetMaxMigDeviceCount") },
+		GetMigDeviceHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
+			if i%2 != 0 || i/2 >= len(f.slices) {
+				return nil, nvml.ERROR_NOT_FOUND
+			}
+			m := f.slices[i/2]
+			return &mock.Device{
+				GetUUIDFunc: func() (string, nvml.Return) { return m.uuid, nvml.SUCCESS },
+				GetNameFunc: func() (string, nvml.Return) { return "NVIDIA A100-SXM4-80GB MIG " + m.profile, nvml.SUCCESS },
+				GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+					total := uint64(40 << 30)
+					return nvml.Memory{Total: total, Used: m.usedMiB << 20, Free: total - m.usedMiB<<20}, nvml.SUCCESS
+				},
+				GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) { return m.procs, nvml.SUCCESS },
+			}, nvml.SUCCESS
+		},
 	}
 	for _, name := range f.nilFuncs {
 		switch name {
@@ -306,6 +338,85 @@ func TestSnapshotOptionalFields(t *testing.T) {
 			tt.check(t, snap.GPUs[0])
 		})
 	}
+}
+
+// TestSnapshotListsMIGSlices: a GPU in MIG mode reports its slices (UUID,
+// profile, memory, processes with their owners), and Devices offers the
+// slices and never the GPU itself; a GPU out of MIG mode is offered whole.
+func TestSnapshotListsMIGSlices(t *testing.T) {
+	whole := gpuN(0)
+	split := gpuN(1)
+	split.mig = true
+	split.slices = []fakeMIG{
+		{uuid: "MIG-aaaa", profile: "3g.40gb", usedMiB: 12 << 10, procs: []nvml.ProcessInfo{{Pid: 4242, UsedGpuMemory: 12 << 30}}},
+		{uuid: "MIG-bbbb", profile: "3g.40gb"},
+	}
+	m := &fakeMachine{gpus: []*fakeGPU{whole, split}, newSymbols: true}
+	n, err := openNVML(m.lib(), NVMLOptions{Owners: ownerMap{4242: {RunID: "r1", Stage: "train", Attempt: 1}}})
+	require.NoError(t, err)
+	snap, err := n.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.Len(t, snap.GPUs, 2)
+	assert.Empty(t, snap.GPUs[0].MIG)
+	g := snap.GPUs[1]
+	require.Len(t, g.MIG, 2, "slices at MIG indices 0 and 2; the gaps are skipped")
+	assert.Equal(t, MIGDevice{Index: 0, UUID: "MIG-aaaa", Profile: "3g.40gb", MemTotalMiB: 40 << 10, MemUsedMiB: 12 << 10,
+		MemFreeMiB: 28 << 10, Processes: []Process{{PID: 4242, MemMiB: 12 << 10, Owner: &Owner{RunID: "r1", Stage: "train", Attempt: 1}}}}, g.MIG[0])
+	assert.Equal(t, 2, g.MIG[1].Index)
+
+	devs := snap.Devices()
+	var uuids, labels []string
+	for _, d := range devs {
+		uuids, labels = append(uuids, d.UUID), append(labels, d.Label)
+	}
+	assert.Equal(t, []string{"GPU-0000", "MIG-aaaa", "MIG-bbbb"}, uuids, "the MIG GPU itself is never offered")
+	assert.Equal(t, []string{"GPU 0", "GPU 1 MIG 0 (3g.40gb)", "GPU 1 MIG 2 (3g.40gb)"}, labels)
+	assert.Equal(t, "GPU-0001", devs[1].Parent)
+	assert.Equal(t, int64(28<<10), devs[1].MemFreeMiB)
+
+	split.slices = nil
+	snap, err = n.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, snap.Devices(), 1, "a GPU in MIG mode without slices offers nothing")
+}
+
+// TestNVLinkGroups: groups are NVML's NVLink peers, transitively; with no
+// NVLink at all no GPU is grouped. The links are read once.
+func TestNVLinkGroups(t *testing.T) {
+	gs := []*fakeGPU{gpuN(0), gpuN(1), gpuN(2), gpuN(3), gpuN(4)}
+	link := func(a, b int) {
+		for _, p := range [][2]int{{a, b}, {b, a}} {
+			if gs[p[0]].links == nil {
+				gs[p[0]].links = map[string]bool{}
+			}
+			gs[p[0]].links[gs[p[1]].uuid] = true
+		}
+	}
+	link(0, 1)
+	link(2, 3)
+	link(3, 4)
+	m := &fakeMachine{gpus: gs, newSymbols: true}
+	n, err := openNVML(m.lib(), NVMLOptions{})
+	require.NoError(t, err)
+	snap, err := n.Snapshot(context.Background())
+	require.NoError(t, err)
+	var groups []string
+	for _, g := range snap.GPUs {
+		groups = append(groups, g.Group)
+	}
+	assert.Equal(t, []string{"nvlink0", "nvlink0", "nvlink2", "nvlink2", "nvlink2"}, groups)
+	calls := len(m.dev(gs[0]).GetP2PStatusCalls())
+	_, err = n.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, calls, len(m.dev(gs[0]).GetP2PStatusCalls()), "topology is read once for the same GPUs")
+
+	plain := &fakeMachine{gpus: []*fakeGPU{gpuN(0), gpuN(1)}, newSymbols: true}
+	n, err = openNVML(plain.lib(), NVMLOptions{})
+	require.NoError(t, err)
+	snap, err = n.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "", snap.GPUs[0].Group, "no NVLink: no groups")
+	assert.Equal(t, "", snap.GPUs[1].Group)
 }
 
 func TestThrottleReasonsUseTheSymbolTheDriverHas(t *testing.T) {

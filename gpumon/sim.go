@@ -40,13 +40,36 @@ var Models = []Model{
 
 // ParseSpec reads a simulation spec: comma-separated COUNTxMODEL terms,
 // such as "4xH100-80GB" or "2xA100-80GB,1xRTX4090"; a bare MODEL means one.
+// A term may split its GPUs into MIG slices (see ParseSimSpec).
 func ParseSpec(spec string) ([]Model, error) {
-	var out []Model
+	gpus, err := ParseSimSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Model, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.Model
+	}
+	return out, nil
+}
+
+// SimGPU is one simulated GPU: its model and, in MIG mode, its slices.
+type SimGPU struct {
+	Model
+	MIG []MIGProfile // empty: MIG off
+}
+
+// ParseSimSpec reads a simulation spec like ParseSpec, where a term may end
+// in ":mig=LAYOUT" to put its GPUs in MIG mode with those slices, e.g.
+// "1xA100-80GB:mig=3g.40gb+2x2g.20gb" (one 3g.40gb and two 2g.20gb).
+func ParseSimSpec(spec string) ([]SimGPU, error) {
+	var out []SimGPU
 	for _, term := range strings.Split(spec, ",") {
 		term = strings.TrimSpace(term)
 		if term == "" {
 			continue
 		}
+		term, opt, hasOpt := strings.Cut(term, ":")
 		count, key := 1, term
 		if i := strings.IndexAny(term, "xX"); i > 0 {
 			if n, err := strconv.Atoi(term[:i]); err == nil {
@@ -60,8 +83,19 @@ func ParseSpec(spec string) ([]Model, error) {
 		if !ok {
 			return nil, fmt.Errorf("simulated GPUs %q: unknown model %q: use one of %s", spec, key, modelKeys())
 		}
+		var mig []MIGProfile
+		if hasOpt {
+			layout, ok := strings.CutPrefix(strings.TrimSpace(opt), "mig=")
+			if !ok || strings.TrimSpace(layout) == "" {
+				return nil, fmt.Errorf("simulated GPUs %q: %q: write MODEL:mig=LAYOUT, e.g. 1xA100-80GB:mig=3g.40gb+2x2g.20gb", spec, opt)
+			}
+			var err error
+			if mig, err = parseMIG(m, layout); err != nil {
+				return nil, fmt.Errorf("simulated GPUs %q: %w", spec, err)
+			}
+		}
 		for range count {
-			out = append(out, m)
+			out = append(out, SimGPU{Model: m, MIG: mig})
 		}
 	}
 	if len(out) == 0 {
@@ -110,11 +144,20 @@ type Simulated struct {
 
 type simGPU struct {
 	model   Model
+	mig     []simMIG // MIG slices; empty: MIG off
 	uuid    string
 	holders map[string]int64 // holder -> MiB
 	busy    float64          // 0..1, how hard the holders drive it
 	util    float64          // %
 	temp    float64          // °C
+}
+
+// simMIG is one MIG slice of a simulated GPU.
+type simMIG struct {
+	profile MIGProfile
+	uuid    string
+	memMiB  int64
+	holders map[string]int64
 }
 
 // Time constants of the simulated dynamics: utilisation settles within a
@@ -127,7 +170,7 @@ const (
 
 // NewSimulated returns a simulated source for a spec (see ParseSpec).
 func NewSimulated(spec string, o SimOptions) (*Simulated, error) {
-	models, err := ParseSpec(spec)
+	gpus, err := ParseSimSpec(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -135,9 +178,14 @@ func NewSimulated(spec string, o SimOptions) (*Simulated, error) {
 		o.Now = time.Now
 	}
 	s := &Simulated{spec: spec, now: o.Now, rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x6e69756d61))}
-	for i, m := range models {
-		s.gpus = append(s.gpus, simGPU{model: m, uuid: fmt.Sprintf("GPU-51a1a7ed-0000-4000-8000-%012d", i),
-			holders: map[string]int64{}, temp: simAmbient})
+	for i, g := range gpus {
+		sg := simGPU{model: g.Model, uuid: fmt.Sprintf("GPU-51a1a7ed-0000-4000-8000-%012d", i),
+			holders: map[string]int64{}, temp: simAmbient}
+		for k, p := range g.MIG {
+			sg.mig = append(sg.mig, simMIG{profile: p, uuid: fmt.Sprintf("MIG-51a1a7ed-0000-4000-8000-%04d%08d", i, k),
+				memMiB: profileMiB(g.Model, p), holders: map[string]int64{}})
+		}
+		s.gpus = append(s.gpus, sg)
 	}
 	return s, nil
 }
@@ -148,11 +196,15 @@ func (s *Simulated) Assign(uuid, holder string, memMiB int64) {
 	defer s.mu.Unlock()
 	for i := range s.gpus {
 		g := &s.gpus[i]
-		if g.uuid == uuid {
-			g.holders[holder] += memMiB
-			// Each holder drives the GPU between 70 % and 98 %.
-			g.busy = math.Min(1, 0.70+0.28*s.rng.Float64()+0.1*float64(len(g.holders)-1))
+		holders := g.holders
+		if k := g.slice(uuid); k >= 0 {
+			holders = g.mig[k].holders
+		} else if g.uuid != uuid {
+			continue
 		}
+		holders[holder] += memMiB
+		// Each holder drives the GPU between 70 % and 98 %.
+		g.busy = math.Min(1, 0.70+0.28*s.rng.Float64()+0.1*float64(g.holderCount()-1))
 	}
 }
 
@@ -162,11 +214,15 @@ func (s *Simulated) Release(uuid, holder string) {
 	defer s.mu.Unlock()
 	for i := range s.gpus {
 		g := &s.gpus[i]
-		if g.uuid == uuid {
+		if k := g.slice(uuid); k >= 0 {
+			delete(g.mig[k].holders, holder)
+		} else if g.uuid == uuid {
 			delete(g.holders, holder)
-			if len(g.holders) == 0 {
-				g.busy = 0
-			}
+		} else {
+			continue
+		}
+		if g.holderCount() == 0 {
+			g.busy = 0
 		}
 	}
 }
@@ -185,8 +241,58 @@ func (s *Simulated) Snapshot(context.Context) (Snapshot, error) {
 	snap := Snapshot{Source: SourceSimulated, Simulated: true, At: now, Driver: "simulated " + s.spec}
 	for i := range s.gpus {
 		snap.GPUs = append(snap.GPUs, s.step(i, dt))
+		s.gpus[i].migState(&snap.GPUs[i])
 	}
 	return snap, nil
+}
+
+// slice is the index of the MIG slice with uuid, or -1.
+func (g *simGPU) slice(uuid string) int {
+	for k := range g.mig {
+		if g.mig[k].uuid == uuid {
+			return k
+		}
+	}
+	return -1
+}
+
+// holderCount counts the holders of the GPU and of its slices.
+func (g *simGPU) holderCount() int {
+	n := len(g.holders)
+	for _, m := range g.mig {
+		n += len(m.holders)
+	}
+	return n
+}
+
+// migState reports a GPU in MIG mode as NVML does: MIG on, its slices with
+// their memory and holders, the GPU's memory used the slices' sum, and no
+// whole-GPU utilisation.
+func (g *simGPU) migState(out *GPU) {
+	if len(g.mig) == 0 {
+		return
+	}
+	out.MIGEnabled = ptr(true)
+	out.UtilPercent, out.MemUtilPercent = nil, nil
+	var used int64
+	for k, m := range g.mig {
+		d := MIGDevice{Index: k, UUID: m.uuid, Profile: m.profile.Name, MemTotalMiB: m.memMiB, Processes: []Process{}}
+		holders := make([]string, 0, len(m.holders))
+		for h := range m.holders {
+			holders = append(holders, h)
+		}
+		sort.Strings(holders)
+		for _, h := range holders {
+			o := ownerFromHolder(h)
+			d.MemUsedMiB += m.holders[h]
+			d.Processes = append(d.Processes, Process{MemMiB: m.holders[h], Owner: &o})
+		}
+		d.MemUsedMiB = min(d.MemUsedMiB, d.MemTotalMiB)
+		d.MemFreeMiB = d.MemTotalMiB - d.MemUsedMiB
+		used += d.MemUsedMiB
+		out.MIG = append(out.MIG, d)
+	}
+	out.MemUsedMiB, out.MemFreeMiB = used, out.MemTotalMiB-used
 }
 
 // step advances GPU i by dt and reports it.

@@ -119,3 +119,84 @@ func TestSimulatedFollowsAssignments(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSimSpecMIG(t *testing.T) {
+	tests := []struct {
+		spec    string
+		want    [][]string // MIG profiles per GPU
+		wantErr string
+	}{
+		{"1xA100-80GB:mig=3g.40gb+2x2g.20gb", [][]string{{"3g.40gb", "2g.20gb", "2g.20gb"}}, ""},
+		{"2xH100-80GB:mig=7g.80gb, 1xRTX4090", [][]string{{"7g.80gb"}, {"7g.80gb"}, nil}, ""},
+		{"A100-40GB:mig=7x1g.5gb", [][]string{{"1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"}}, ""},
+		{"1xRTX4090:mig=1g.10gb", nil, "RTX4090 has no MIG"},
+		{"1xA100-80GB:mig=3g.20gb", nil, `MIG profile "3g.20gb": A100-80GB offers 1g.10gb`},
+		{"1xA100-80GB:mig=2x4g.40gb", nil, "does not fit one A100-80GB: 8 of 7 compute slices"},
+		{"1xA100-80GB:mig=", nil, "write MODEL:mig=LAYOUT"},
+		{"1xA100-80GB:slices=2", nil, "write MODEL:mig=LAYOUT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			got, err := ParseSimSpec(tt.spec)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var profiles [][]string
+			for _, g := range got {
+				var ps []string
+				for _, p := range g.MIG {
+					ps = append(ps, p.Name)
+				}
+				profiles = append(profiles, ps)
+			}
+			assert.Equal(t, tt.want, profiles)
+		})
+	}
+}
+
+// TestSimulatedMIG: a simulated GPU in MIG mode reports its slices, whose
+// memory adds up to the GPU's; a holder assigned to a slice shows on that
+// slice (and in the GPU's memory used), and Devices offers only the slices.
+func TestSimulatedMIG(t *testing.T) {
+	s, c := newSim(t, "1xA100-80GB:mig=3g.40gb+2x2g.20gb,1xA100-80GB", 1)
+	snap, err := s.Snapshot(context.Background())
+	require.NoError(t, err)
+	g := snap.GPUs[0]
+	require.Equal(t, ptr(true), g.MIGEnabled)
+	require.Len(t, g.MIG, 3)
+	var sum int64
+	for _, m := range g.MIG {
+		sum += m.MemTotalMiB
+	}
+	assert.Equal(t, g.MemTotalMiB, sum, "a full layout adds up to the GPU")
+	assert.Equal(t, int64(40960), g.MIG[0].MemTotalMiB)
+	assert.Nil(t, g.UtilPercent, "no whole-GPU utilisation in MIG mode, as NVML")
+	assert.Equal(t, ptr(false), snap.GPUs[1].MIGEnabled)
+
+	slice := g.MIG[1].UUID
+	s.Assign(slice, "r1/train", 15000)
+	c.t = c.t.Add(10 * time.Second)
+	snap, err = s.Snapshot(context.Background())
+	require.NoError(t, err)
+	g = snap.GPUs[0]
+	assert.Equal(t, int64(15000), g.MIG[1].MemUsedMiB)
+	assert.Equal(t, int64(20480-15000), g.MIG[1].MemFreeMiB)
+	assert.Equal(t, Owner{RunID: "r1", Stage: "train"}, *g.MIG[1].Processes[0].Owner)
+	assert.Equal(t, int64(15000), g.MemUsedMiB)
+	assert.Zero(t, g.MIG[0].MemUsedMiB)
+
+	var uuids []string
+	for _, d := range snap.Devices() {
+		uuids = append(uuids, d.UUID)
+		assert.NotEqual(t, g.UUID, d.UUID, "the MIG GPU is never offered whole")
+	}
+	assert.Equal(t, []string{g.MIG[0].UUID, g.MIG[1].UUID, g.MIG[2].UUID, snap.GPUs[1].UUID}, uuids)
+
+	s.Release(slice, "r1/train")
+	snap, err = s.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, snap.GPUs[0].MIG[1].MemUsedMiB)
+}

@@ -365,7 +365,7 @@ func generatedQueueCases(base uint64, each int) []evalCase {
 				LargestFreeMiB: 12000, Code: "gpu_memory",
 				Reason: fmt.Sprintf("needs 1×39 GiB; largest free is 12 GiB on GPU 0; %d runs ahead", ahead)}
 			if kind == "never-fits" {
-				q.NeedMiB, q.LargestFreeMiB, q.Code = 100000, 81920, "too_big"
+				q.NeedMiB, q.LargestFreeMiB, q.Code = 100000, 81920, "never_fits"
 				q.Reason = "needs 1×98 GiB; this machine can never hold it (1 usable GPU(s), at most 80 GiB each)"
 			}
 			if _, ok := c.onset[sentinel.QueueStuck]; !ok && (kind == "never-fits" || kind == "stops" && at >= stop) {

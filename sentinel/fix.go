@@ -280,10 +280,10 @@ func (s *Sentinel) queueAnomaly(q QueueObservation, now time.Time, waited, still
 // queueFix is the advice for a stuck stage, by why it waits.
 func queueFix(q QueueObservation) string {
 	switch {
-	case q.Code == "no_gpu":
+	case q.Code == "no_gpus":
 		return "This machine has no usable GPU: run it where there is one (scripts/gpu-check.sh checks the driver), " +
 			"or ask for gpus: 0 if the stage can run on the CPU."
-	case q.Code == "too_big":
+	case q.Code == "never_fits":
 		return "No GPU of this machine can ever hold it: lower its gpus or gpu_memory request (smaller batch, mixed " +
 			"precision, gradient checkpointing)."
 	case q.NeedMiB > 0 && q.LargestFreeMiB >= 0 && q.LargestFreeMiB < q.NeedMiB:

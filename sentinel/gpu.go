@@ -211,7 +211,7 @@ type queueState struct {
 // anomaly the first time it has gone QueueAfter without progress: waiting
 // that long, and not moving up in the queue for that long either (a long
 // queue that keeps moving is not stuck). A stage the shepherd says can
-// never start here (codes too_big and no_gpu) is stuck after
+// never start here (codes never_fits and no_gpus) is stuck after
 // QueueNeverAfter: waiting longer changes nothing.
 func (s *Sentinel) ObserveQueue(q QueueObservation, now time.Time) []Anomaly {
 	s.mu.Lock()
@@ -233,7 +233,7 @@ func (s *Sentinel) ObserveQueue(q QueueObservation, now time.Time) []Anomaly {
 		return nil
 	}
 	limit := s.cfg.QueueAfter
-	if q.Code == "too_big" || q.Code == "no_gpu" {
+	if q.Code == "never_fits" || q.Code == "no_gpus" {
 		limit = min(limit, s.cfg.QueueNeverAfter)
 	}
 	if still := now.Sub(st.moved); still >= limit {

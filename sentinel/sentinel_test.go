@@ -230,7 +230,7 @@ func TestQueueStuckSaysWhatIsMissing(t *testing.T) {
 // never repeated in other units beside the shepherd's ("80 GiB … 0 MiB").
 func TestQueueStuckWordingAgreesWithTheReason(t *testing.T) {
 	s := sentinel.New(sentinel.Config{QueueAfter: 30 * time.Minute})
-	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "gpus_busy",
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "gpu_busy",
 		Reason:  "needs 2×16 GiB on one NVLink group; largest free is 80 GiB on GPU 0; 1 of 2 fit now; first in line",
 		NeedMiB: 16384, LargestFreeMiB: 81920, Ahead: 0}
 	got := s.ObserveQueue(q, epoch.Add(31*time.Minute))
@@ -248,7 +248,7 @@ func TestQueueStuckWordingAgreesWithTheReason(t *testing.T) {
 	if !strings.Contains(a.Fix, "taken by other runs") {
 		t.Errorf("fix = %q", a.Fix)
 	}
-	if a.Evidence.Stats["largest_free_mib"] != 81920 || a.Evidence.Extra["code"] != "gpus_busy" {
+	if a.Evidence.Stats["largest_free_mib"] != 81920 || a.Evidence.Extra["code"] != "gpu_busy" {
 		t.Errorf("evidence = %+v", a.Evidence)
 	}
 }
@@ -295,7 +295,7 @@ func TestThrottleFromNames(t *testing.T) {
 // waiting half an hour would change nothing.
 func TestQueueStuckAtOnceWhenItCanNeverFit(t *testing.T) {
 	s := sentinel.New(sentinel.Config{})
-	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "too_big", Ahead: 0,
+	q := sentinel.QueueObservation{Run: "r1", Stage: "train", WaitingSince: epoch, Code: "never_fits", Ahead: 0,
 		Reason:  "needs 1×98 GiB; this machine can never hold it (1 usable GPU(s), at most 80 GiB each)",
 		NeedMiB: 100000, LargestFreeMiB: 81920}
 	if got := s.ObserveQueue(q, epoch.Add(time.Minute)); len(got) != 0 {

@@ -71,7 +71,7 @@ type QueueObservation struct {
 	Run, Stage   string
 	WaitingSince time.Time
 	Reason       string
-	// Code is the shepherd's wait code ("gpu_memory", "too_big", ...);
+	// Code is the shepherd's wait code ("gpu_memory", "never_fits", ...);
 	// "" when unknown.
 	Code           string
 	NeedMiB        float64 // memory the stage asks for per GPU; 0 = unknown

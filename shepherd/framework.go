@@ -1,6 +1,7 @@
 package shepherd
 
 import (
+	"slices"
 	"time"
 )
 
@@ -15,14 +16,16 @@ const (
 )
 
 // Status is a filter's refusal for one GPU: Unschedulable, the plugin's
-// name and a short reason in plain words ("unhealthy"). As in the
-// Kubernetes scheduler framework, a nil *Status is Success. Filters return
-// shared, constant statuses so that a pass over a long queue allocates
-// nothing; the wait reason a user reads is composed from them afterwards.
+// name, a short reason in plain words ("unhealthy") and the wait reason
+// code it stands for. As in the Kubernetes scheduler framework, a nil
+// *Status is Success. Filters return shared, constant statuses so that a
+// pass over a long queue allocates nothing; the wait reason a user reads is
+// composed from them afterwards.
 type Status struct {
 	Code   Code
 	Plugin string
 	Reason string
+	Cause  ReasonCode
 }
 
 // IsSuccess reports whether s lets the request through (s is nil or Success).
@@ -39,6 +42,18 @@ type Slot struct {
 	// (ReservedFor): only runs expected to end by then may use it.
 	ReservedUntil time.Time
 	ReservedFor   string
+	// HostIdx is the slot's host in Cycle.Hosts.
+	HostIdx int
+	// Whole marks a physical GPU split into MIG slices: never placeable
+	// itself.
+	Whole bool
+}
+
+// HostSlot is one host during a pass: its capacity and what is left.
+type HostSlot struct {
+	Host
+	FreeCPUMilli, FreeMemMiB int64
+	tracked                  bool // listed in the inventory
 }
 
 // Cycle is what plugins see besides the GPU: the request being placed and
@@ -49,13 +64,57 @@ type Cycle struct {
 	// MinNeedMiB is the smallest per-GPU memory need in the queue: free
 	// memory below it is a fragment no waiting run can use.
 	MinNeedMiB int64
+	// Hosts are the pass's hosts, by Slot.HostIdx.
+	Hosts []HostSlot
+	// Demand is the mix of per-GPU memory needs the machine serves (the
+	// queue's and the running placements'): what a GPU's free memory is
+	// worth to the runs to come. Set when a policy's scorer asks for it.
+	Demand *DemandMix
+}
+
+// DemandMix is how often each per-GPU memory need occurs among a machine's
+// requests.
+type DemandMix struct {
+	mem   []int64   // distinct needs, ascending
+	above []float64 // above[i]: the share of requests needing mem[i] or more
+}
+
+// Unusable is the share of requests that could not use a GPU with free
+// MiB: those needing more.
+func (d *DemandMix) Unusable(free int64) float64 {
+	if d == nil {
+		return 0
+	}
+	i, _ := slices.BinarySearch(d.mem, free+1)
+	if i >= len(d.mem) {
+		return 0
+	}
+	return d.above[i]
+}
+
+// set computes the mix from needs and their counts.
+func (d *DemandMix) set(counts map[int64]int) {
+	d.mem, d.above = d.mem[:0], d.above[:0]
+	total := 0
+	for m, n := range counts {
+		d.mem = append(d.mem, m)
+		total += n
+	}
+	slices.Sort(d.mem)
+	d.above = append(d.above, make([]float64, len(d.mem))...)
+	acc := 0
+	for i := len(d.mem) - 1; i >= 0; i-- {
+		acc += counts[d.mem[i]]
+		d.above[i] = float64(acc) / float64(max(total, 1))
+	}
 }
 
 // Filter is a plugin that says whether one GPU may take the request. Its
-// answer may depend only on the slot, the pass's Now and the request's GPUs,
-// memory, Shareable flag and Estimate — where a longer (or unknown)
-// estimate may only fail more — because a pass remembers which request
-// shapes failed and does not ask again until a GPU changes.
+// answer may depend only on the slot (and its host), the pass's Now and the
+// request's GPUs, memory, CPUs, host memory, Shareable flag and Estimate —
+// where a longer (or unknown) estimate may only fail more — because a pass
+// remembers which request shapes failed and does not ask again until a GPU
+// changes.
 type Filter interface {
 	Name() string
 	Filter(c *Cycle, s *Slot) *Status
@@ -68,29 +127,35 @@ type Scorer interface {
 	Score(c *Cycle, s *Slot) int64
 }
 
-// Running is an earlier placement that still holds its GPUs.
+// Running is an earlier placement that still holds its GPUs (and CPUs and
+// memory). Request.Placement builds one.
 type Running struct {
 	ID           string
 	GPUs         []string // UUIDs
+	Host         string
 	MemPerGPUMiB int64
+	CPUMilli     int64
+	MemMiB       int64
 	Priority     int
 	Preemptible  bool
 	Shareable    bool
-	Start        time.Time
-	Estimate     time.Duration // 0 = unknown
+	Start        time.Time     // of the current attempt
+	Estimate     time.Duration // how long it was expected to run from Start; 0 = unknown
+	Attained     time.Duration // run time of its attempts before this one
 }
 
 // State is everything one scheduling pass decides over. Inventory.GPUs
 // FreeMiB must already exclude what Running holds (as the engine's snapshot
-// does); Running tells the shepherd who shares a GPU, who may be preempted
-// and when GPUs are expected to free up.
+// does); host capacities do not (the pass subtracts Running's CPUs and
+// memory). Running tells the shepherd who shares a GPU, who may be
+// preempted and when GPUs are expected to free up.
 type State struct {
 	Inventory Inventory
 	Running   []Running
 	Queue     []Request
 	Now       time.Time
 	// Terse skips composing wait reasons in words (every waiting request
-	// gets "waiting"): the simulator's hot path. Decisions are otherwise
-	// identical.
+	// gets code WaitQueued, "waiting"): the simulator's hot path. Decisions
+	// are otherwise identical.
 	Terse bool
 }

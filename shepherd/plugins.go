@@ -2,13 +2,15 @@ package shepherd
 
 // The refusals of this package's filters (shared: never modify them).
 var (
-	stHealthyUnhealthy                = &Status{Unschedulable, "Healthy", "unhealthy"}
-	stCoolTooHot                      = &Status{Unschedulable, "Cool", "too hot"}
-	stMemoryNotEnoughFreeMemory       = &Status{Unschedulable, "Memory", "not enough free memory"}
-	stShareAtTheSharingLimit          = &Status{Unschedulable, "Share", "at the sharing limit"}
-	stShareHeldByARunThatDoesNotShare = &Status{Unschedulable, "Share", "held by a run that does not share"}
-	stShareBusyAndThisRunDoesNotShare = &Status{Unschedulable, "Share", "busy, and this run does not share"}
-	stReservedReservedForARunAhead    = &Status{Unschedulable, "Reserved", "reserved for a run ahead"}
+	stHealthyUnhealthy                = &Status{Unschedulable, "Healthy", "unhealthy", WaitGPUUnhealthy}
+	stCoolTooHot                      = &Status{Unschedulable, "Cool", "too hot", WaitGPUHot}
+	stMemoryNotEnoughFreeMemory       = &Status{Unschedulable, "Memory", "not enough free memory", WaitGPUMemory}
+	stHostRoomNoCPU                   = &Status{Unschedulable, "HostRoom", "on a host without the CPUs", WaitCPU}
+	stHostRoomNoMemory                = &Status{Unschedulable, "HostRoom", "on a host without the memory", WaitHostMemory}
+	stShareAtTheSharingLimit          = &Status{Unschedulable, "Share", "at the sharing limit", WaitGPUBusy}
+	stShareHeldByARunThatDoesNotShare = &Status{Unschedulable, "Share", "held by a run that does not share", WaitGPUBusy}
+	stShareBusyAndThisRunDoesNotShare = &Status{Unschedulable, "Share", "busy, and this run does not share", WaitGPUBusy}
+	stReservedReservedForARunAhead    = &Status{Unschedulable, "Reserved", "reserved for a run ahead", WaitReserved}
 )
 
 // Healthy refuses GPUs the telemetry marks unhealthy (XID errors, lost).
@@ -54,6 +56,30 @@ func (Memory) Filter(c *Cycle, s *Slot) *Status {
 	return nil
 }
 
+// HostRoom refuses GPUs whose host has too few free CPUs or too little
+// free memory for the request (hosts the inventory does not list pass).
+type HostRoom struct{}
+
+// Name implements Filter.
+func (HostRoom) Name() string { return "HostRoom" }
+
+// Filter implements Filter.
+func (HostRoom) Filter(c *Cycle, s *Slot) *Status {
+	if len(c.Hosts) == 0 {
+		return nil
+	}
+	h := &c.Hosts[s.HostIdx]
+	switch {
+	case !h.tracked:
+		return nil
+	case h.CPUMilli > 0 && h.FreeCPUMilli < c.Req.CPUMilli:
+		return stHostRoomNoCPU
+	case h.MemMiB > 0 && h.FreeMemMiB < c.Req.MemMiB:
+		return stHostRoomNoMemory
+	}
+	return nil
+}
+
 // Share bounds co-location: at most Max runs on one GPU, and a run that
 // may not share gets a GPU of its own.
 type Share struct{ Max int }
@@ -78,7 +104,8 @@ func (f Share) Filter(c *Cycle, s *Slot) *Status {
 
 // Reserved keeps GPUs reserved for the head of the queue: another run may
 // backfill them only when its estimate says it ends before the reservation
-// (so the head is not delayed); a run with no estimate may not.
+// (so the head is not delayed) — by its high estimate when it has one —
+// and a run with no estimate may not.
 type Reserved struct{}
 
 // Name implements Filter.
@@ -89,7 +116,7 @@ func (Reserved) Filter(c *Cycle, s *Slot) *Status {
 	if s.ReservedFor == "" || s.ReservedFor == c.Req.ID {
 		return nil
 	}
-	if c.Req.Estimate > 0 && !c.Now.Add(c.Req.Estimate).After(s.ReservedUntil) {
+	if est := effEst(c.Req); est < 1<<63-1 && !c.Now.Add(est).After(s.ReservedUntil) {
 		return nil
 	}
 	return stReservedReservedForARunAhead
@@ -142,3 +169,23 @@ func (FewestTenants) Name() string { return "FewestTenants" }
 
 // Score implements Scorer.
 func (f FewestTenants) Score(_ *Cycle, s *Slot) int64 { return -f.Weight * int64(s.Jobs) }
+
+// Fragmentation prefers the placement that leaves the machine's free
+// memory most usable by the runs it serves (the Cycle's Demand), after FGD
+// (fragmentation gradient descent, ATC'23): a GPU's fragment is its free
+// memory times the share of requests that need more than that, and the
+// score is how much the placement lowers the GPU's fragment. Filling a
+// partly used GPU scores above opening an empty one that whole-GPU runs
+// could still use.
+type Fragmentation struct{}
+
+// Name implements Scorer.
+func (Fragmentation) Name() string { return "Fragmentation" }
+
+// Score implements Scorer.
+func (Fragmentation) Score(c *Cycle, s *Slot) int64 {
+	before := float64(s.Free) * c.Demand.Unusable(s.Free)
+	left := s.Free - c.Req.MemPerGPUMiB
+	after := float64(left) * c.Demand.Unusable(left)
+	return int64(before - after)
+}

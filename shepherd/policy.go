@@ -1,10 +1,7 @@
 package shepherd
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -12,36 +9,69 @@ import (
 // Policy is a scheduling pass composed of plugins: an order over the queue,
 // Filters and Scorers per GPU, and the herd's features switched on or off.
 type Policy struct {
-	Name    string   // herd, bestfit, fifo
+	Name    string   // herd, bestfit, las, fifo
 	Filters []Filter // every GPU of a placement passes them all, in order
 	Scorers []Scorer // summed; the highest-scoring GPUs (or group) win
 	// AgingStep raises a waiting request's priority by one per step waited
-	// (0: no aging), so that nothing waits forever behind newer, higher
-	// priority runs. With AgingFactor > 0 the step is at least AgingFactor
-	// times the request's estimate: a run is promoted after waiting a
-	// multiple of its own length, so long runs do not flood the top.
+	// since it became ready (0: no aging), so that nothing waits forever
+	// behind newer, higher priority runs. With AgingFactor > 0 the step is
+	// at least AgingFactor times the request's estimate: a run is promoted
+	// after waiting a multiple of its own length, so long runs do not flood
+	// the top.
 	AgingStep   time.Duration
 	AgingFactor float64
-	// ByArrival orders the queue by submit time only (fifo); otherwise by
-	// aged priority, then (ShortestFirst) by estimated GPU-time.
+	// AgeBelowTop caps aging just below the highest priority waiting: the
+	// most urgent runs are never overtaken by older ones, and the rest age
+	// up to just under them, where the shorter (or smaller) goes first —
+	// aging bounds a run's wait without letting an old, large run jump
+	// every short one.
+	AgeBelowTop bool
+	// ByArrival orders the queue by ready time only (fifo); otherwise by
+	// aged priority, then least attained service (ServiceLevels), then
+	// (ShortestFirst) by estimated GPU-time.
 	ByArrival     bool
 	ShortestFirst bool
+	// FewerGPUsFirst breaks ties of estimated work (all unknown, say) by
+	// GPU count: a smaller request first.
+	FewerGPUsFirst bool
+	// ServiceLevels are the thresholds of attained GPU-time (GPUs × run
+	// time of earlier attempts, and of the current one for running runs)
+	// that split runs into least-attained-service levels, as Tiresias's
+	// discretised 2D-LAS does: a run in a lower level goes first. Empty:
+	// no such ordering.
+	ServiceLevels []time.Duration
 	// Gang places a multi-GPU request on one topology group when it fits
 	// in one.
 	Gang bool
 	// Reserve keeps GPUs for the highest ranked request that does not fit
 	// (the head), letting others backfill them only if they end in time.
 	Reserve bool
+	// HoldLimit bounds a reservation: GPUs are held for the head only when
+	// it is expected to start within HoldLimit; further out, others use
+	// them freely (0: no bound). With runs of unknown length an expected
+	// start is a guess, and holding GPUs idle on a guess is what starves a
+	// queue.
+	HoldLimit time.Duration
 	// Preempt stops preemptible runs of lower priority for the head; a run
 	// is spared until it has run PreemptAfter (to reach a checkpoint, and
 	// so that a spot run is not stopped again as soon as it restarts).
-	Preempt      bool
-	PreemptAfter time.Duration
+	// With PreemptForService, a spot run of the same priority in a higher
+	// service level than the head is stopped too (Tiresias).
+	Preempt           bool
+	PreemptAfter      time.Duration
+	PreemptForService bool
+	// PreemptLonger stops spot runs only for a run with no more work
+	// (GPUs × estimated time) than they are expected to have left — and,
+	// for a run of unknown length, only in place of a run of at least as
+	// many GPUs. A run that may not itself be stopped holds its GPUs to its
+	// end, so a large one must not push out many small ones, which is what
+	// costs a busy queue most.
+	PreemptLonger bool
 }
 
 // HerdOptions tune the default policy.
 type HerdOptions struct {
-	MaxPerGPU int           // runs sharing one GPU; default 2
+	MaxPerGPU int           // runs sharing one GPU; default 3
 	MaxTempC  float64       // never place at or above; default 85 °C
 	AgingStep time.Duration // one priority level per step waited, at least; default 30 min
 	// AgingFactor: one level per AgingFactor × the run's estimate waited,
@@ -49,15 +79,29 @@ type HerdOptions struct {
 	AgingFactor float64
 	// PreemptAfter spares a spot run until it has run this long; default 30 min.
 	PreemptAfter time.Duration
+	// Reserve holds GPUs for the head of the queue (see Policy.Reserve),
+	// bounded by HoldLimit (default 2 h). Off by default: measured on every
+	// Philly window, holding GPUs for a large run costs more waiting for
+	// the many small ones than it saves the large one, under every estimate
+	// regime (docs/BENCHMARKS.md).
+	Reserve   bool
+	HoldLimit time.Duration
+	// ServiceLevel is the attained GPU-time that moves a run behind fresh
+	// ones (see Policy.ServiceLevels); default 1 GPU-hour.
+	ServiceLevel time.Duration
 }
 
-// Herd is the default policy: aged priority, shortest estimated first within
-// a priority level, gangs on one NVLink group, bounded sharing, a reservation
-// for the head of the queue with backfill around it, preemption of spot
-// runs, and the placement that leaves the least unusable fragment.
+// Herd is the default policy, built to hold up when estimates are missing
+// or wrong (see the package documentation): priority aged up to just below
+// the most urgent waiting; least attained service; shortest estimated
+// GPU-time, fewest GPUs when unknown; preemption of spot runs that weighs
+// the work it displaces; gangs on one linked group; placement that keeps
+// free memory usable (Fragmentation), at most three runs on a GPU; and, when
+// asked for, a bounded reservation for the head with backfill by high
+// estimates.
 func Herd(o HerdOptions) Policy {
 	if o.MaxPerGPU <= 0 {
-		o.MaxPerGPU = 2
+		o.MaxPerGPU = 3
 	}
 	if o.MaxTempC <= 0 {
 		o.MaxTempC = 85
@@ -71,17 +115,29 @@ func Herd(o HerdOptions) Policy {
 	if o.AgingFactor <= 0 {
 		o.AgingFactor = 2
 	}
+	if o.HoldLimit <= 0 {
+		o.HoldLimit = 2 * time.Hour
+	}
+	if o.ServiceLevel <= 0 {
+		o.ServiceLevel = time.Hour
+	}
 	return Policy{
-		Name:          "herd",
-		Filters:       []Filter{Healthy{}, Cool{o.MaxTempC}, Memory{}, Share{o.MaxPerGPU}, Reserved{}},
-		Scorers:       []Scorer{FewestTenants{Weight: 1 << 24}, LeastFragment{}},
-		AgingStep:     o.AgingStep,
-		AgingFactor:   o.AgingFactor,
-		ShortestFirst: true,
-		Gang:          true,
-		Reserve:       true,
-		Preempt:       true,
-		PreemptAfter:  o.PreemptAfter,
+		Name:              "herd",
+		Filters:           []Filter{Healthy{}, Cool{o.MaxTempC}, Memory{}, HostRoom{}, Share{o.MaxPerGPU}, Reserved{}},
+		Scorers:           []Scorer{Fragmentation{}, FewestTenants{Weight: 1}},
+		AgingStep:         o.AgingStep,
+		AgingFactor:       o.AgingFactor,
+		AgeBelowTop:       true,
+		ShortestFirst:     true,
+		FewerGPUsFirst:    true,
+		ServiceLevels:     []time.Duration{o.ServiceLevel},
+		Gang:              true,
+		Reserve:           o.Reserve,
+		HoldLimit:         o.HoldLimit,
+		Preempt:           true,
+		PreemptAfter:      o.PreemptAfter,
+		PreemptForService: true,
+		PreemptLonger:     true,
 	}
 }
 
@@ -89,12 +145,32 @@ func Herd(o HerdOptions) Policy {
 // priority (highest first, then arrival); each goes on the first GPUs, by
 // free memory ascending, whose free memory fits. It shares a GPU whenever
 // memory fits and never waits for anything but memory (and, like every
-// policy here, never uses an unhealthy or overheating GPU).
+// policy here, never uses an unhealthy or overheating GPU, nor more CPUs or
+// host memory than there are).
 func BestFit() Policy {
 	return Policy{
 		Name:    "bestfit",
-		Filters: []Filter{Healthy{}, Cool{85}, Memory{}},
+		Filters: []Filter{Healthy{}, Cool{85}, Memory{}, HostRoom{}},
 		Scorers: []Scorer{LeastFree{}},
+	}
+}
+
+// LAS is the Tiresias-style baseline (discretised two-dimensional least
+// attained service): within a priority, runs that have had less GPU-time
+// go first — two levels split at one GPU-hour — and first-come within a
+// level; a waiting run has spot runs of a higher level (or lower priority)
+// stopped for it; gangs go on one group, best fit; at most two runs share a
+// GPU. It uses no estimates at all.
+func LAS() Policy {
+	return Policy{
+		Name:              "las",
+		Filters:           []Filter{Healthy{}, Cool{85}, Memory{}, HostRoom{}, Share{2}},
+		Scorers:           []Scorer{LeastFree{}},
+		ServiceLevels:     []time.Duration{time.Hour},
+		Gang:              true,
+		Preempt:           true,
+		PreemptAfter:      30 * time.Minute,
+		PreemptForService: true,
 	}
 }
 
@@ -103,14 +179,14 @@ func BestFit() Policy {
 func FIFO() Policy {
 	return Policy{
 		Name:      "fifo",
-		Filters:   []Filter{Healthy{}, Cool{85}, Memory{}},
+		Filters:   []Filter{Healthy{}, Cool{85}, Memory{}, HostRoom{}},
 		Scorers:   []Scorer{LowestIndex{}},
 		ByArrival: true,
 	}
 }
 
 // Policies lists the policy names ByName knows, the default first.
-var Policies = []string{"herd", "bestfit", "fifo"}
+var Policies = []string{"herd", "bestfit", "las", "fifo"}
 
 // ByName returns a policy by its name, or an error that lists the names.
 func ByName(name string) (Policy, error) {
@@ -119,6 +195,8 @@ func ByName(name string) (Policy, error) {
 		return Herd(HerdOptions{}), nil
 	case "bestfit":
 		return BestFit(), nil
+	case "las":
+		return LAS(), nil
 	case "fifo":
 		return FIFO(), nil
 	}
@@ -129,14 +207,21 @@ func ByName(name string) (Policy, error) {
 type rankKey struct {
 	i      int
 	prio   int   // aged priority
+	level  int   // attained-service level, lower first
 	work   int64 // estimated GPU-seconds, max when unknown
+	gpus   int   // with FewerGPUsFirst; 0 otherwise
 	submit int64
 	shape  int32 // index into the pass's shapes
 }
 
 // Rank returns the queue's indices in the order the policy considers them.
 func (p Policy) Rank(now time.Time, queue []Request) []int {
-	keys := p.rank(now, queue, nil)
+	keys := make([]rankKey, len(queue))
+	top := topPriority(queue)
+	for i := range queue {
+		keys[i] = p.key(now.UnixNano(), i, &queue[i], top)
+	}
+	sortKeys(keys, &p, queue)
 	order := make([]int, len(keys))
 	for j, k := range keys {
 		order[j] = k.i
@@ -144,32 +229,20 @@ func (p Policy) Rank(now time.Time, queue []Request) []int {
 	return order
 }
 
-// rank sorts the queue's keys into keys (reused when large enough).
-func (p Policy) rank(now time.Time, queue []Request, keys []rankKey) []rankKey {
-	keys = keys[:0]
-	for i := range queue {
-		keys = append(keys, p.key(now, i, &queue[i]))
-	}
-	slices.SortFunc(keys, func(a, b rankKey) int {
-		if p.less(queue, a, b) {
-			return -1
-		}
-		if p.less(queue, b, a) {
-			return 1
-		}
-		return 0
-	})
-	return keys
-}
-
-// less orders two queue keys: aged priority (higher first), estimated
-// work (shorter first), submit time, ID, position.
-func (p Policy) less(queue []Request, a, b rankKey) bool {
+// less orders two queue keys: aged priority (higher first), service level
+// (lower first), estimated work (shorter first), ready time, ID, position.
+func (p *Policy) less(queue []Request, a, b rankKey) bool {
 	if a.prio != b.prio {
 		return a.prio > b.prio
 	}
+	if a.level != b.level {
+		return a.level < b.level
+	}
 	if a.work != b.work {
 		return a.work < b.work
+	}
+	if a.gpus != b.gpus {
+		return a.gpus < b.gpus
 	}
 	if a.submit != b.submit {
 		return a.submit < b.submit
@@ -178,6 +251,261 @@ func (p Policy) less(queue []Request, a, b rankKey) bool {
 		return c < 0
 	}
 	return a.i < b.i
+}
+
+// level is the service level of attained GPU-time.
+func (p *Policy) level(gpus int, attained time.Duration) int {
+	gt := attained * time.Duration(max(gpus, 1))
+	l := 0
+	for _, t := range p.ServiceLevels {
+		if gt >= t {
+			l++
+		}
+	}
+	return l
+}
+
+// topPriority is the highest priority in the queue.
+func topPriority(queue []Request) int {
+	top := 0
+	for i := range queue {
+		if i == 0 || queue[i].Priority > top {
+			top = queue[i].Priority
+		}
+	}
+	return top
+}
+
+func (p *Policy) key(now int64, i int, r *Request, top int) rankKey {
+	k := rankKey{i: i, submit: r.Submit.UnixNano()}
+	if p.ByArrival {
+		return k
+	}
+	k.prio = r.Priority
+	if p.AgingStep > 0 && now > k.submit {
+		step := p.AgingStep
+		if p.AgingFactor > 0 && r.Estimate > 0 {
+			step = max(step, time.Duration(p.AgingFactor*float64(r.Estimate)))
+		}
+		k.prio += int((now - k.submit) / int64(step))
+		if p.AgeBelowTop {
+			k.prio = min(k.prio, max(top-1, r.Priority))
+		}
+	}
+	k.level = p.level(r.GPUs, r.Attained)
+	if p.FewerGPUsFirst {
+		k.gpus = r.GPUs
+	}
+	if p.ShortestFirst {
+		k.work = 1<<63 - 1
+		if r.Estimate > 0 {
+			k.work = int64(r.Estimate/time.Second) * int64(max(r.GPUs, 1))
+		}
+	}
+	return k
+}
+
+// Schedule decides the whole queue in one pass: a Decision per request, in
+// the queue's order. Placed decisions are mutually consistent (no GPU gets
+// more memory or runs than it has room for, no host more CPUs or memory); a
+// Decision with Preempt asks the caller to stop those runs, after which a
+// later pass places the request.
+func Schedule(p Policy, st State) []Decision {
+	return NewScheduler(p).Schedule(st)
+}
+
+// Scheduler runs passes of one policy and reuses its buffers between them:
+// the decisions a pass returns are valid until the next. It is not safe for
+// concurrent use; the simulator keeps one per replay.
+type Scheduler struct {
+	p        Policy
+	keys     []rankKey
+	out      []Decision
+	shapes   []shapeInfo
+	shapeIdx map[shape]int32
+	ps       pass
+}
+
+// NewScheduler returns a Scheduler for p.
+func NewScheduler(p Policy) *Scheduler { return &Scheduler{p: p} }
+
+// Policy is the scheduler's policy.
+func (sc *Scheduler) Policy() Policy { return sc.p }
+
+// Schedule is one pass; see the package function Schedule.
+func (sc *Scheduler) Schedule(st State) []Decision {
+	p := &sc.p
+	ps := &sc.ps
+	ps.reset(p, &st)
+	if cap(sc.out) < len(st.Queue) {
+		sc.out = make([]Decision, len(st.Queue), 2*len(st.Queue))
+	}
+	out := sc.out[:len(st.Queue)]
+	for i := range out {
+		out[i] = Decision{ID: st.Queue[i].ID}
+	}
+	// Shapes (GPUs, memory, CPUs, host memory, sharing) group requests that
+	// fit alike; a pass remembers per shape what failed, and stops early
+	// once every shape in the queue has failed.
+	sc.keys = sc.keys[:0]
+	sc.shapes = sc.shapes[:0]
+	clear(sc.shapeIdx)
+	if sc.shapeIdx == nil {
+		sc.shapeIdx = map[shape]int32{}
+	}
+	top, now := topPriority(st.Queue), st.Now.UnixNano()
+	for i := range st.Queue {
+		r := &st.Queue[i]
+		k := p.key(now, i, r, top)
+		sh := shape{r.GPUs, r.MemPerGPUMiB, r.CPUMilli, r.MemMiB, r.Shareable}
+		idx, ok := sc.shapeIdx[sh]
+		if !ok {
+			idx = int32(len(sc.shapes))
+			sc.shapeIdx[sh] = idx
+			sc.shapes = append(sc.shapes, shapeInfo{minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1,
+				rep: Request{GPUs: r.GPUs, MemPerGPUMiB: r.MemPerGPUMiB, CPUMilli: r.CPUMilli, MemMiB: r.MemMiB, Shareable: r.Shareable}})
+		} else {
+			sc.shapes[idx].minEst = min(sc.shapes[idx].minEst, effEst(r))
+		}
+		sc.shapes[idx].n++
+		k.shape = idx
+		sc.keys = append(sc.keys, k)
+	}
+	shapes := sc.shapes
+	ps.setDemand(shapes)
+	// Terse passes take the queue in order from a heap and stop as soon as
+	// no remaining request can be placed; full passes sort it all, since
+	// every wait reason counts the runs ahead.
+	var h keyHeap
+	if st.Terse {
+		h = keyHeap{keys: sc.keys, p: p, queue: st.Queue}
+		h.init()
+	} else {
+		sortKeys(sc.keys, p, st.Queue)
+	}
+	live, liveVer := len(shapes), 0
+	headDone := !p.Reserve && !p.Preempt
+	ahead := 0
+	fullVer, full := -1, false
+	for n := 0; n < len(st.Queue); n++ {
+		var k rankKey
+		if st.Terse {
+			if headDone && (live == 0 || full && fullVer == ps.ver) {
+				break
+			}
+			k = h.pop()
+		} else {
+			k = sc.keys[n]
+		}
+		req := &st.Queue[k.i]
+		d := &out[k.i]
+		if liveVer != ps.ver {
+			live, liveVer = len(shapes), ps.ver
+		}
+		if headDone {
+			if fullVer != ps.ver {
+				fullVer, full = ps.ver, ps.full() || st.Terse && !ps.anyShapeFits(shapes)
+			}
+			if full {
+				ps.wait(d, req, ahead, &shapes[k.shape])
+				ahead++
+				continue
+			}
+		}
+		si := &shapes[k.shape]
+		if si.failVer == ps.ver && effEst(req) >= si.failEst && headDone {
+			ps.wait(d, req, ahead, si)
+			ahead++
+			continue
+		}
+		c := ps.cycle(req)
+		if pick, host := ps.fit(&c, ps.slots, ps.hosts, true); host >= 0 {
+			ps.place(d, req, pick, host)
+			continue
+		}
+		if si.failVer != ps.ver || effEst(req) < si.failEst {
+			si.failVer, si.failEst = ps.ver, effEst(req)
+		}
+		if si.deadVer != ps.ver && si.failEst <= si.minEst {
+			si.deadVer = ps.ver
+			live--
+		}
+		if !headDone && req.GPUs > 0 && ps.everFits(req) {
+			headDone = true
+			ps.head(d, &c)
+		}
+		ps.wait(d, req, ahead, si)
+		ahead++
+	}
+	if st.Terse {
+		for i := range out {
+			if out[i].Host != "" || out[i].GPUs != nil || out[i].Wait != "" || out[i].placed {
+				continue
+			}
+			ps.wait(&out[i], &st.Queue[i], 0, nil) // left in the heap: nothing could place them
+		}
+	}
+	for i := range out {
+		out[i].placed = false
+	}
+	return out
+}
+
+// shape is what decides whether a request fits, besides its estimate.
+type shape struct {
+	gpus       int
+	mem        int64
+	cpu, hostM int64
+	share      bool
+}
+
+// shapeInfo is what a pass knows about one request shape: the shortest
+// estimate among its requests, and the shortest estimate that failed to fit
+// at slot version failVer — a request of the same shape with an estimate at
+// least as long fails too (see Filter). deadVer: every request of the shape
+// is known to fail at that version.
+type shapeInfo struct {
+	minEst           time.Duration
+	failEst          time.Duration
+	failVer, deadVer int
+	n                int // requests of the shape
+	// rep stands for the shape's requests when asking whether any could
+	// fit; its estimate is the shape's shortest (set when asked).
+	rep Request
+	// why is the reason its requests wait, composed at version whyVer
+	// (for those that end before the pass's reservation, or not).
+	why          Reason
+	whyVer       int
+	whyBeforeRes bool
+}
+
+// effEst is the estimate the Reserved filter judges by: the high estimate
+// when there is one, the estimate otherwise, unknown as the longest.
+func effEst(r *Request) time.Duration {
+	switch {
+	case r.EstimateHigh > 0:
+		return r.EstimateHigh
+	case r.Estimate > 0:
+		return r.Estimate
+	}
+	return 1<<63 - 1
+}
+
+func sortKeys(keys []rankKey, p *Policy, queue []Request) {
+	h := keyHeap{keys: keys, p: p, queue: queue}
+	// Heap sort into ascending order: pop repeatedly to the end, then
+	// reverse. slices.SortFunc would do, but its comparator allocates a
+	// closure per pass.
+	h.init()
+	n := len(keys)
+	for end := n - 1; end > 0; end-- {
+		keys[0], keys[end] = keys[end], keys[0]
+		h.keys = keys[:end]
+		h.down(0)
+	}
+	for i, j := 0, n-1; i < j; i, j = i+1, j-1 {
+		keys[i], keys[j] = keys[j], keys[i]
+	}
 }
 
 // keyHeap is a binary min-heap of keys under less.
@@ -221,642 +549,4 @@ func (h *keyHeap) down(i int) {
 		h.keys[i], h.keys[j] = h.keys[j], h.keys[i]
 		i = j
 	}
-}
-
-func (p Policy) key(now time.Time, i int, r *Request) rankKey {
-	k := rankKey{i: i, submit: r.Submit.UnixNano()}
-	if p.ByArrival {
-		return k
-	}
-	k.prio = r.Priority
-	if p.AgingStep > 0 && now.After(r.Submit) {
-		step := p.AgingStep
-		if p.AgingFactor > 0 && r.Estimate > 0 {
-			step = max(step, time.Duration(p.AgingFactor*float64(r.Estimate)))
-		}
-		k.prio += int(now.Sub(r.Submit) / step)
-	}
-	if p.ShortestFirst {
-		k.work = 1<<63 - 1
-		if r.Estimate > 0 {
-			k.work = int64(r.Estimate/time.Second) * int64(max(r.GPUs, 1))
-		}
-	}
-	return k
-}
-
-// pass is one scheduling pass in progress.
-type pass struct {
-	p       *Policy
-	st      *State
-	slots   []Slot
-	byUUID  map[string]int
-	running []Running // earlier placements plus this pass's
-	minNeed int64
-	maxFit  int // most GPUs any one request could ever get at once
-	status  []*Status
-	scores  []int64
-	pick    []int
-	// ver counts changes to slots (placements, reservations).
-	ver int
-	// filters are the policy's; filtersNoRes leave out Reserved (to plan
-	// the head's own reservation). lastFit is the request whose per-GPU
-	// statuses ps.status holds for the pass's own slots, if any.
-	filters, filtersNoRes []Filter
-	lastFit               *Request
-}
-
-type shape struct {
-	gpus  int
-	mem   int64
-	share bool
-}
-
-func effEst(r *Request) time.Duration {
-	if r.Estimate <= 0 {
-		return 1<<63 - 1
-	}
-	return r.Estimate
-}
-
-// Schedule decides the whole queue in one pass: a Decision per request, in
-// the queue's order. Placed decisions are mutually consistent (no GPU gets
-// more memory or runs than it has room for); a Decision with Preempt asks
-// the caller to stop those runs, after which a later pass places the
-// request.
-func Schedule(p Policy, st State) []Decision {
-	return NewScheduler(p).Schedule(st)
-}
-
-// Scheduler runs passes of one policy and reuses its buffers between them:
-// the decisions a pass returns are valid until the next. It is not safe for
-// concurrent use; the simulator keeps one per replay.
-type Scheduler struct {
-	p        Policy
-	keys     []rankKey
-	out      []Decision
-	shapes   []shapeInfo
-	shapeIdx map[shape]int32
-}
-
-// NewScheduler returns a Scheduler for p.
-func NewScheduler(p Policy) *Scheduler { return &Scheduler{p: p} }
-
-// Schedule is one pass; see the package function Schedule.
-func (sc *Scheduler) Schedule(st State) []Decision {
-	p := &sc.p
-	ps := newPass(p, &st)
-	if cap(sc.out) < len(st.Queue) {
-		sc.out = make([]Decision, len(st.Queue), 2*len(st.Queue))
-	}
-	out := sc.out[:len(st.Queue)]
-	for i := range out {
-		out[i] = Decision{ID: st.Queue[i].ID}
-	}
-	// Shapes (GPUs, memory, sharing) group requests that fit alike; a pass
-	// remembers per shape what failed, and stops early once every shape in
-	// the queue has failed.
-	sc.keys = sc.keys[:0]
-	sc.shapes = sc.shapes[:0]
-	clear(sc.shapeIdx)
-	if sc.shapeIdx == nil {
-		sc.shapeIdx = map[shape]int32{}
-	}
-	for i := range st.Queue {
-		r := &st.Queue[i]
-		k := p.key(st.Now, i, r)
-		k.shape = -1
-		if r.GPUs <= 0 {
-			sc.keys = append(sc.keys, k) // CPU-only: placed at once, never fails
-			continue
-		}
-		sh := shape{r.GPUs, r.MemPerGPUMiB, r.Shareable}
-		idx, ok := sc.shapeIdx[sh]
-		if !ok {
-			idx = int32(len(sc.shapes))
-			sc.shapeIdx[sh] = idx
-			sc.shapes = append(sc.shapes, shapeInfo{minEst: effEst(r), deadVer: -1, failVer: -1})
-		} else {
-			sc.shapes[idx].minEst = min(sc.shapes[idx].minEst, effEst(r))
-		}
-		k.shape = idx
-		sc.keys = append(sc.keys, k)
-	}
-	shapes := sc.shapes
-	// Terse passes take the queue in order from a heap and stop as soon as
-	// no remaining request can be placed; full passes sort it all, since
-	// every wait reason counts the runs ahead.
-	var h keyHeap
-	if st.Terse {
-		h = keyHeap{keys: sc.keys, p: p, queue: st.Queue}
-		h.init()
-	} else {
-		slices.SortFunc(sc.keys, func(a, b rankKey) int {
-			if p.less(st.Queue, a, b) {
-				return -1
-			}
-			if p.less(st.Queue, b, a) {
-				return 1
-			}
-			return 0
-		})
-	}
-	live, liveVer := len(shapes), 0
-	headDone := !p.Reserve && !p.Preempt
-	ahead := 0
-	fullVer, full := -1, false
-	for n := 0; n < len(st.Queue); n++ {
-		var k rankKey
-		if st.Terse {
-			if headDone && (live == 0 || full && fullVer == ps.ver) {
-				break
-			}
-			k = h.pop()
-		} else {
-			k = sc.keys[n]
-		}
-		req := &st.Queue[k.i]
-		d := &out[k.i]
-		if req.GPUs <= 0 {
-			continue
-		}
-		if liveVer != ps.ver {
-			live, liveVer = len(shapes), ps.ver
-		}
-		if headDone {
-			if fullVer != ps.ver {
-				fullVer, full = ps.ver, ps.full()
-			}
-			if full {
-				ps.wait(d, req, "", ahead)
-				ahead++
-				continue
-			}
-		}
-		si := &shapes[k.shape]
-		if si.failVer == ps.ver && effEst(req) >= si.failEst && headDone {
-			ps.wait(d, req, "", ahead)
-			ahead++
-			continue
-		}
-		c := Cycle{Now: st.Now, Req: req, MinNeedMiB: ps.minNeed}
-		if pick := ps.fit(&c, ps.slots, true); pick != nil {
-			ps.place(d, req, pick)
-			ps.ver++
-			continue
-		}
-		if si.failVer != ps.ver || effEst(req) < si.failEst {
-			si.failVer, si.failEst = ps.ver, effEst(req)
-		}
-		if si.deadVer != ps.ver && si.failEst <= si.minEst {
-			si.deadVer = ps.ver
-			live--
-		}
-		extra := ""
-		if !headDone && ps.everFits(req) {
-			headDone = true
-			extra = ps.head(d, &c)
-		}
-		ps.wait(d, req, extra, ahead)
-		ahead++
-	}
-	if st.Terse {
-		for i := range out {
-			if !out[i].Placed() || out[i].GPUs != nil || st.Queue[i].GPUs <= 0 {
-				continue
-			}
-			out[i].Wait = "waiting" // left in the heap: nothing could place them
-		}
-	}
-	return out
-}
-
-// shapeInfo is what a pass knows about one request shape: the shortest
-// estimate among its requests, and the shortest estimate that failed to fit
-// at slot version failVer — a request of the same shape with an estimate at
-// least as long fails too (see Filter). deadVer: every request of the shape
-// is known to fail at that version.
-type shapeInfo struct {
-	minEst           time.Duration
-	failEst          time.Duration
-	failVer, deadVer int
-}
-
-func newPass(p *Policy, st *State) *pass {
-	ps := &pass{p: p, st: st, byUUID: make(map[string]int, len(st.Inventory.GPUs)),
-		running: append([]Running(nil), st.Running...)}
-	ps.slots = make([]Slot, len(st.Inventory.GPUs))
-	for i, g := range st.Inventory.GPUs {
-		ps.slots[i] = Slot{GPU: g, Free: g.FreeMiB}
-	}
-	sort.SliceStable(ps.slots, func(i, j int) bool { return ps.slots[i].Index < ps.slots[j].Index })
-	for i, s := range ps.slots {
-		ps.byUUID[s.UUID] = i
-	}
-	for _, r := range st.Running {
-		for _, u := range r.GPUs {
-			if i, ok := ps.byUUID[u]; ok {
-				ps.slots[i].Jobs++
-				ps.slots[i].Exclusive = ps.slots[i].Exclusive || !r.Shareable
-			}
-		}
-	}
-	ps.minNeed = 1<<63 - 1
-	for i := range st.Queue {
-		if st.Queue[i].GPUs > 0 {
-			ps.minNeed = min(ps.minNeed, st.Queue[i].MemPerGPUMiB)
-		}
-	}
-	groups := map[string]int{}
-	for _, s := range ps.slots {
-		if s.Healthy {
-			groups[s.Group]++
-		}
-	}
-	for _, n := range groups {
-		ps.maxFit = max(ps.maxFit, n)
-	}
-	if !p.Gang {
-		ps.maxFit = 0
-		for _, s := range ps.slots {
-			if s.Healthy {
-				ps.maxFit++
-			}
-		}
-	}
-	ps.filters = p.Filters
-	for _, f := range p.Filters {
-		if _, isRes := f.(Reserved); !isRes {
-			ps.filtersNoRes = append(ps.filtersNoRes, f)
-		}
-	}
-	ps.status = make([]*Status, len(ps.slots))
-	ps.scores = make([]int64, len(ps.slots))
-	return ps
-}
-
-// full says no GPU has memory left for even the smallest request.
-func (ps *pass) full() bool {
-	for i := range ps.slots {
-		if ps.slots[i].Free >= ps.minNeed && ps.slots[i].Healthy {
-			return false
-		}
-	}
-	return true
-}
-
-// fit chooses GPUs for c.Req among slots, or returns nil. withReserve=false
-// ignores reservations (used to plan the head's own reservation).
-func (ps *pass) fit(c *Cycle, slots []Slot, withReserve bool) []int {
-	n := c.Req.GPUs
-	filters := ps.filters
-	if !withReserve {
-		filters = ps.filtersNoRes
-	}
-	ps.lastFit = nil
-	if withReserve && len(slots) > 0 && &slots[0] == &ps.slots[0] {
-		ps.lastFit = c.Req
-	}
-	ok := 0
-	for i := range slots {
-		var st *Status
-		for _, f := range filters {
-			if st = f.Filter(c, &slots[i]); st != nil {
-				break
-			}
-		}
-		ps.status[i] = st
-		if !st.IsSuccess() {
-			continue
-		}
-		ok++
-		var sc int64
-		for _, s := range ps.p.Scorers {
-			sc += s.Score(c, &slots[i])
-		}
-		ps.scores[i] = sc
-	}
-	if ok < n {
-		return nil
-	}
-	better := func(a, b int) bool { // a ranks before b
-		if ps.scores[a] != ps.scores[b] {
-			return ps.scores[a] > ps.scores[b]
-		}
-		return a < b
-	}
-	if n == 1 {
-		best := -1
-		for i := range slots {
-			if ps.status[i].IsSuccess() && (best < 0 || better(i, best)) {
-				best = i
-			}
-		}
-		ps.pick = append(ps.pick[:0], best)
-		return ps.pick
-	}
-	cand := ps.pick[:0]
-	for i := range slots {
-		if ps.status[i].IsSuccess() {
-			cand = append(cand, i)
-		}
-	}
-	slices.SortFunc(cand, func(x, y int) int {
-		if better(x, y) {
-			return -1
-		}
-		if better(y, x) {
-			return 1
-		}
-		return 0
-	})
-	if !ps.p.Gang || n > ps.maxFit {
-		ps.pick = cand[:n]
-		return ps.pick
-	}
-	// Gang: the group whose best n GPUs score highest in total.
-	var bestGroup string
-	var bestSum int64
-	found := false
-	for _, i := range cand {
-		g := slots[i].Group
-		var sum int64
-		k := 0
-		for _, j := range cand {
-			if slots[j].Group == g && k < n {
-				sum += ps.scores[j]
-				k++
-			}
-		}
-		if k == n && (!found || sum > bestSum) {
-			bestGroup, bestSum, found = g, sum, true
-		}
-	}
-	ps.pick = cand
-	if !found {
-		return nil
-	}
-	out := make([]int, 0, n)
-	for _, j := range cand {
-		if slots[j].Group == bestGroup && len(out) < n {
-			out = append(out, j)
-		}
-	}
-	return out
-}
-
-// place commits a placement into the pass.
-func (ps *pass) place(d *Decision, req *Request, pick []int) {
-	d.GPUs = make([]GPU, len(pick))
-	uuids := make([]string, len(pick))
-	for k, i := range pick {
-		s := &ps.slots[i]
-		s.Free -= req.MemPerGPUMiB
-		s.Jobs++
-		s.Exclusive = s.Exclusive || !req.Shareable
-		g := s.GPU
-		g.FreeMiB = s.Free
-		d.GPUs[k] = g
-		uuids[k] = s.UUID
-	}
-	ps.running = append(ps.running, Running{ID: req.ID, GPUs: uuids, MemPerGPUMiB: req.MemPerGPUMiB,
-		Priority: req.Priority, Preemptible: req.Preemptible, Shareable: req.Shareable,
-		Start: ps.st.Now, Estimate: req.Estimate})
-}
-
-// everFits says whether req could run on this machine once everything else
-// has ended; a request that never could must not hold a reservation.
-func (ps *pass) everFits(req *Request) bool {
-	if req.GPUs > ps.maxFit {
-		return false
-	}
-	empty := ps.emptied()
-	c := Cycle{Now: ps.st.Now, Req: req, MinNeedMiB: ps.minNeed}
-	return ps.fit(&c, empty, false) != nil
-}
-
-// emptied is the slots as they would be with every run gone.
-func (ps *pass) emptied() []Slot {
-	empty := slices.Clone(ps.slots)
-	for _, r := range ps.running {
-		release(empty, ps.byUUID, r)
-	}
-	return empty
-}
-
-func release(slots []Slot, byUUID map[string]int, r Running) {
-	for _, u := range r.GPUs {
-		if i, ok := byUUID[u]; ok {
-			slots[i].Free += r.MemPerGPUMiB
-			slots[i].Jobs--
-		}
-	}
-	for _, u := range r.GPUs { // recompute exclusivity lazily: a freed GPU with no runs is not exclusive
-		if i, ok := byUUID[u]; ok && slots[i].Jobs <= 0 {
-			slots[i].Jobs, slots[i].Exclusive = 0, false
-		}
-	}
-}
-
-// head handles the highest ranked request that does not fit: preempt spot
-// runs for it, or reserve the GPUs it will get when running runs end. It
-// returns words for the wait reason.
-func (ps *pass) head(d *Decision, c *Cycle) string {
-	req := c.Req
-	if ps.p.Preempt && !req.Preemptible {
-		if victims, pick := ps.victims(c); pick != nil {
-			d.Preempt = victims
-			ps.reserve(pick, ps.st.Now, req.ID)
-			return fmt.Sprintf("stopping spot run(s) %s to make room", strings.Join(victims, ", "))
-		}
-	}
-	if !ps.p.Reserve {
-		return ""
-	}
-	// Release running runs in order of expected end until the head fits.
-	ends := make([]Running, 0, len(ps.running))
-	for _, r := range ps.running {
-		if r.Estimate > 0 {
-			ends = append(ends, r)
-		}
-	}
-	slices.SortStableFunc(ends, func(a, b Running) int { return a.Start.Add(a.Estimate).Compare(b.Start.Add(b.Estimate)) })
-	sim := slices.Clone(ps.slots)
-	for _, r := range ends {
-		release(sim, ps.byUUID, r)
-		if pick := ps.fit(c, sim, false); pick != nil {
-			at := r.Start.Add(r.Estimate)
-			if at.Before(ps.st.Now) {
-				at = ps.st.Now
-			}
-			ps.reserve(pick, at, req.ID)
-			return fmt.Sprintf("GPU %s reserved for it from about %s", ps.names(pick), at.UTC().Format("Jan 2 15:04"))
-		}
-	}
-	// Some run has no estimate: keep the GPUs it will get, strictly.
-	if pick := ps.fit(c, ps.emptied(), false); pick != nil {
-		ps.reserve(pick, ps.st.Now, req.ID)
-		return fmt.Sprintf("GPU %s reserved for it", ps.names(pick))
-	}
-	return ""
-}
-
-func (ps *pass) reserve(pick []int, until time.Time, id string) {
-	ps.ver++
-	for _, i := range pick {
-		ps.slots[i].ReservedUntil, ps.slots[i].ReservedFor = until, id
-	}
-}
-
-func (ps *pass) names(pick []int) string {
-	s := make([]string, len(pick))
-	for k, i := range pick {
-		s[k] = fmt.Sprint(ps.slots[i].Index)
-	}
-	return strings.Join(s, ",")
-}
-
-// victims picks the fewest preemptible, lower priority runs (lowest priority
-// first, then the most recently started: the least work lost) whose
-// stopping lets the request fit.
-func (ps *pass) victims(c *Cycle) ([]string, []int) {
-	var cands []Running
-	for _, r := range ps.st.Running { // only runs started before this pass
-		if r.Preemptible && r.Priority < c.Req.Priority && !r.Start.Add(ps.p.PreemptAfter).After(ps.st.Now) {
-			cands = append(cands, r)
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b Running) int {
-		if x := cmp.Compare(a.Priority, b.Priority); x != 0 {
-			return x
-		}
-		return b.Start.Compare(a.Start)
-	})
-	sim := slices.Clone(ps.slots)
-	var ids []string
-	for _, r := range cands {
-		release(sim, ps.byUUID, r)
-		ids = append(ids, r.ID)
-		if pick := ps.fit(c, sim, false); pick != nil {
-			return ids, slices.Clone(pick)
-		}
-	}
-	return nil, nil
-}
-
-// wait fills a waiting decision and its reason in words, e.g.
-// "needs 2×40 GiB on one NVLink group; largest free is 24 GiB on GPU 1; 3 runs ahead".
-func (ps *pass) wait(d *Decision, req *Request, extra string, ahead int) {
-	if ps.st.Terse {
-		d.Wait = "waiting"
-		return
-	}
-	d.Ahead, d.LargestFreeMiB = ahead, -1
-	for _, s := range ps.slots {
-		if s.Healthy {
-			d.LargestFreeMiB = max(d.LargestFreeMiB, s.Free)
-		}
-	}
-	var b strings.Builder
-	b.WriteString("needs ")
-	b.WriteString(need(*req))
-	if ps.p.Gang && req.GPUs > 1 && req.GPUs <= ps.maxFit {
-		b.WriteString(" on one NVLink group")
-	}
-	b.WriteString("; ")
-	switch most := ps.mostMiB(); {
-	case len(ps.slots) == 0:
-		d.Code = WaitNoGPU
-		b.WriteString(noGPUs(ps.st.Inventory))
-	case req.GPUs > ps.maxFit || req.MemPerGPUMiB > most:
-		d.Code = WaitTooBig
-		fmt.Fprintf(&b, "this machine can never hold it (%d usable GPU(s)", ps.maxFit)
-		fmt.Fprintf(&b, ", at most %s each)", mib(most))
-	default:
-		d.Code = WaitGPUsBusy
-		if d.LargestFreeMiB < req.MemPerGPUMiB {
-			d.Code = WaitGPUMemory
-		}
-		b.WriteString(ps.blockers(req))
-	}
-	switch {
-	case len(d.Preempt) > 0:
-		d.Code = WaitPreempting
-	case d.Code != WaitNoGPU && d.Code != WaitTooBig && extra != "":
-		d.Code = WaitReserved
-	}
-	if extra != "" {
-		b.WriteString("; ")
-		b.WriteString(extra)
-	}
-	switch ahead {
-	case 0:
-		b.WriteString("; first in line")
-	case 1:
-		b.WriteString("; 1 run ahead")
-	default:
-		fmt.Fprintf(&b, "; %d runs ahead", ahead)
-	}
-	d.Wait = b.String()
-}
-
-// mostMiB is the most memory any one GPU has.
-func (ps *pass) mostMiB() int64 {
-	var most int64
-	for _, s := range ps.slots {
-		most = max(most, s.TotalMiB, s.FreeMiB)
-	}
-	return most
-}
-
-// blockers says why the GPUs refuse the request now: the largest free
-// memory, then how many GPUs each filter refused.
-func (ps *pass) blockers(req *Request) string {
-	if ps.lastFit != req {
-		c := Cycle{Now: ps.st.Now, Req: req, MinNeedMiB: ps.minNeed}
-		ps.fit(&c, ps.slots, true)
-	}
-	largest, at := int64(-1), -1
-	count := map[string]int{}
-	var reasons []string
-	fits := 0
-	for i, s := range ps.slots {
-		if s.Healthy && s.Free > largest {
-			largest, at = s.Free, s.Index
-		}
-		st := ps.status[i]
-		if st.IsSuccess() {
-			fits++
-			continue
-		}
-		if st.Plugin == "Memory" {
-			continue // said by "largest free"
-		}
-		r := st.Reason
-		if st.Plugin == "Cool" {
-			r = fmt.Sprintf("too hot (%.0f °C)", s.TempC)
-		}
-		if count[r] == 0 {
-			reasons = append(reasons, r)
-		}
-		count[r]++
-	}
-	var parts []string
-	if at >= 0 {
-		parts = append(parts, fmt.Sprintf("largest free is %s on GPU %d", mib(largest), at))
-	}
-	switch {
-	case fits >= req.GPUs && ps.p.Gang:
-		parts = append(parts, fmt.Sprintf("%d GPUs fit, but not %d on one group", fits, req.GPUs))
-	case fits > 0:
-		parts = append(parts, fmt.Sprintf("%d of %d fit now", fits, req.GPUs))
-	}
-	for _, r := range reasons {
-		if count[r] == 1 {
-			parts = append(parts, "1 GPU "+r)
-		} else {
-			parts = append(parts, fmt.Sprintf("%d GPUs %s", count[r], r))
-		}
-	}
-	return strings.Join(parts, "; ")
 }

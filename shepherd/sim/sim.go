@@ -8,14 +8,17 @@ import (
 	"time"
 
 	"niuma/shepherd"
+	"niuma/shepherd/predict"
 )
 
-// Config is the simulated workstation and the policy under test.
+// Config is the simulated workstation, the policy under test and the
+// estimate regime it is measured under.
 type Config struct {
 	GPUs      int
 	GPUMiB    int64
-	GroupSize int // GPUs per NVLink group; 0 = all GPUs in one group
+	GroupSize int // GPUs per linked group; 0 = all GPUs in one group
 	Policy    shepherd.Policy
+	Estimates Estimates
 	// Alpha is the co-location slowdown: a run on a GPU with k runs goes at
 	// 1/(1+Alpha·(k−1)) of its solo speed (0.5: two runs each at 2/3, the
 	// pair doing 1.33× the work of one).
@@ -25,10 +28,11 @@ type Config struct {
 	PreemptLossSec float64
 }
 
-// DefaultConfig is 8×80 GiB in one NVLink group, the herd policy, Alpha 0.5
-// and 5 minutes lost per preemption.
+// DefaultConfig is 8×80 GiB in one linked group, the herd policy with
+// predicted estimates, Alpha 0.5 and 5 minutes lost per preemption.
 func DefaultConfig() Config {
-	return Config{GPUs: 8, GPUMiB: 80 * 1024, Policy: shepherd.Herd(shepherd.HerdOptions{}), Alpha: 0.5, PreemptLossSec: 300}
+	return Config{GPUs: 8, GPUMiB: 80 * 1024, Policy: shepherd.Herd(shepherd.HerdOptions{}), Estimates: Predicted,
+		Alpha: 0.5, PreemptLossSec: 300}
 }
 
 // ParseGPUs reads "8x80GiB" (count × memory per GPU, GiB or MiB).
@@ -50,7 +54,7 @@ func ParseGPUs(s string) (n int, mib int64, err error) {
 // base is the simulated clock's zero.
 var base = time.Date(2017, 10, 1, 0, 0, 0, 0, time.UTC)
 
-func at(t float64) time.Time { return base.Add(time.Duration(t * float64(time.Second))) }
+func at(t float64) time.Time { return base.Add(seconds(t)) }
 
 type sjob struct {
 	Job
@@ -58,9 +62,13 @@ type sjob struct {
 	left      float64 // work left, seconds
 	rate      float64
 	gpus      []int
-	start     float64 // of the current placement
+	start     float64 // of the current attempt
 	first     float64 // first start; -1 before
 	end       float64
+	ran       float64 // wall seconds of earlier attempts
+	ready     float64 // when it last joined the queue
+	req       shepherd.Request
+	placed    shepherd.Running
 	preempted int
 }
 
@@ -68,20 +76,34 @@ type sjob struct {
 // reports what happened. Jobs that can never fit the machine are counted
 // as Refused and left out of the figures.
 func Replay(jobs []Job, cfg Config) Report {
-	r, _ := replayDone(jobs, cfg)
+	r, _ := replay(jobs, cfg, hooks{})
 	return r
 }
 
-func replayDone(jobs []Job, cfg Config) (Report, []*sjob) {
+// hooks let a test watch a replay: every request built and every run the
+// predictor learns from, in order.
+type hooks struct {
+	request func(t float64, j *Job, r shepherd.Request)
+	learn   func(t float64, r predict.Run)
+}
+
+// replay is Replay, telling hooks what it does.
+func replay(jobs []Job, cfg Config, h hooks) (Report, []*sjob) {
 	if cfg.GroupSize <= 0 {
 		cfg.GroupSize = cfg.GPUs
 	}
 	inv := shepherd.Inventory{GPUs: make([]shepherd.GPU, cfg.GPUs)}
 	for i := range inv.GPUs {
 		inv.GPUs[i] = shepherd.GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), TotalMiB: cfg.GPUMiB, FreeMiB: cfg.GPUMiB,
-			Healthy: true, Group: fmt.Sprintf("nvlink%d", i/cfg.GroupSize)}
+			Healthy: true, Group: fmt.Sprintf("link%d", i/cfg.GroupSize)}
 	}
-	s := &state{cfg: cfg, inv: inv, sched: shepherd.NewScheduler(cfg.Policy), free: make([]int64, cfg.GPUs), tenants: make([]int, cfg.GPUs)}
+	s := &state{cfg: cfg, inv: inv, sched: shepherd.NewScheduler(cfg.Policy), free: make([]int64, cfg.GPUs),
+		tenants: make([]int, cfg.GPUs), hooks: h}
+	if cfg.Estimates.Mode == "predicted" {
+		s.pred = predict.New(predict.Options{})
+		s.memo = memo{p: s.pred, at: -1}
+		s.learnt = map[string]bool{}
+	}
 	for i := range s.free {
 		s.free[i] = cfg.GPUMiB
 	}
@@ -113,7 +135,16 @@ func replayDone(jobs []Job, cfg Config) (Report, []*sjob) {
 			if r := s.running[k]; r.left <= 1e-6 {
 				s.stop(k)
 				r.end = s.t
+				r.ran += s.t - r.start
 				s.done = append(s.done, r)
+				if s.pred != nil {
+					run := predict.Run{Key: predictKey(&r.Job), Duration: seconds(r.ran)}
+					s.pred.Observe(run)
+					s.learnt[run.Key] = true
+					if s.hooks.learn != nil {
+						s.hooks.learn(s.t, run)
+					}
+				}
 				k--
 				changed = true
 			}
@@ -134,6 +165,11 @@ func replayDone(jobs []Job, cfg Config) (Report, []*sjob) {
 type state struct {
 	cfg     Config
 	sched   *shepherd.Scheduler
+	pred    *predict.Predictor
+	predVer int             // the predictor's version the queue's requests were built at
+	memo    memo            // the predictor's answers per key, at its version
+	learnt  map[string]bool // keys the predictor learnt about since the queue was rebuilt
+	hooks   hooks
 	inv     shepherd.Inventory
 	free    []int64
 	tenants []int
@@ -141,6 +177,7 @@ type state struct {
 	queue   []*sjob
 	reqs    []shepherd.Request
 	running []*sjob
+	runs    []shepherd.Running
 	done    []*sjob
 	rep     Report
 	// integrals over time
@@ -176,29 +213,56 @@ func (s *state) advance(t float64) {
 	s.t = t
 }
 
-// enqueue puts a job in the queue (again, after a preemption).
+// enqueue puts a job in the queue (again, after a preemption), ready from
+// now.
 func (s *state) enqueue(j *sjob) {
+	j.ready = s.t
 	s.queue = append(s.queue, j)
-	est := time.Duration(0)
-	if j.Estimate > 0 {
-		est = time.Duration(j.Estimate * j.left / j.Duration * float64(time.Second))
+	s.reqs = append(s.reqs, s.request(j))
+}
+
+// request builds a queued job's request from its need at this moment, as
+// the engine builds a ready stage's at every pass: with the predictor's
+// latest answer.
+func (s *state) request(j *sjob) shepherd.Request {
+	var p predict.Source
+	if s.pred != nil {
+		p = &s.memo
 	}
-	s.reqs = append(s.reqs, shepherd.Request{ID: j.ID, GPUs: j.GPUs, MemPerGPUMiB: j.mem, Priority: j.Priority,
-		Submit: at(j.Submit), Preemptible: j.Preemptible, Estimate: est, Shareable: j.Shareable})
+	j.req = shepherd.Build(NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, p))
+	if s.hooks.request != nil {
+		s.hooks.request(s.t, &j.Job, j.req)
+	}
+	return j.req
 }
 
 // mightPlace says whether an arrival could change anything: some GPU has
-// memory for it, or it might preempt. Skipping the pass otherwise keeps long
-// queues cheap; every policy is replayed the same way.
+// memory for it, or it might preempt (a spot run past its grace period of
+// lower priority, or of the same priority and a higher service level).
+// Skipping the pass otherwise keeps long queues cheap, and changes nothing:
+// such a pass places and stops nothing. Every policy is replayed the same
+// way.
 func (s *state) mightPlace(j *sjob) bool {
 	for _, f := range s.free {
 		if f >= j.mem {
 			return true
 		}
 	}
-	if s.cfg.Policy.Preempt && !j.Preemptible {
-		for _, r := range s.running {
-			if r.Preemptible && r.Priority < j.Priority {
+	p := &s.cfg.Policy
+	if !p.Preempt {
+		return false
+	}
+	now := at(s.t)
+	for _, r := range s.running {
+		if !r.Preemptible || r.placed.Start.Add(p.PreemptAfter).After(now) {
+			continue
+		}
+		if r.Priority < j.Priority {
+			return true
+		}
+		if p.PreemptForService && r.Priority == j.Priority {
+			served := seconds(r.ran+s.t-r.start) * time.Duration(max(r.GPUs, 1))
+			if len(p.ServiceLevels) > 0 && served >= p.ServiceLevels[0] {
 				return true
 			}
 		}
@@ -244,18 +308,23 @@ func (s *state) schedule() {
 		for g := range s.inv.GPUs {
 			s.inv.GPUs[g].FreeMiB = s.free[g]
 		}
-		running := make([]shepherd.Running, len(s.running))
-		for k, r := range s.running {
-			uu := make([]string, len(r.gpus))
-			for i, g := range r.gpus {
-				uu[i] = s.inv.GPUs[g].UUID
+		s.runs = s.runs[:0]
+		for _, r := range s.running {
+			s.runs = append(s.runs, r.placed)
+		}
+		if s.pred != nil && s.predVer != s.pred.Version() {
+			// Only jobs whose key the predictor learnt about can get
+			// another answer; the rest keep their requests.
+			s.predVer = s.pred.Version()
+			for i, j := range s.queue {
+				if s.learnt[predictKey(&j.Job)] {
+					s.reqs[i] = s.request(j)
+				}
 			}
-			running[k] = shepherd.Running{ID: r.ID, GPUs: uu, MemPerGPUMiB: r.mem, Priority: r.Priority,
-				Preemptible: r.Preemptible, Shareable: r.Shareable, Start: at(r.start),
-				Estimate: time.Duration(r.Estimate * (r.left + (s.t-r.start)*r.rate) / r.Duration * float64(time.Second))}
+			clear(s.learnt)
 		}
 		s.rep.Passes++
-		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: running, Queue: s.reqs, Now: at(s.t), Terse: true})
+		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true})
 		var victims []string
 		var touched []int
 		keep := 0
@@ -280,6 +349,7 @@ func (s *state) schedule() {
 			if j.first < 0 {
 				j.first = s.t
 			}
+			j.placed = j.req.Placement(d.GPUs, d.Host, at(s.t))
 			s.running = append(s.running, j)
 			touched = append(touched, j.gpus...)
 		}
@@ -296,10 +366,36 @@ func (s *state) schedule() {
 			}
 			r := s.running[k]
 			s.stop(k)
+			r.ran += s.t - r.start
 			r.left = min(r.Duration, r.left+min(s.cfg.PreemptLossSec, s.t-r.start))
 			r.preempted++
 			s.rep.Preemptions++
 			s.enqueue(r)
 		}
 	}
+}
+
+// memo answers for the predictor, keeping each key's answer until the
+// predictor learns again: a trace's jobs have no parameters, so one answer
+// per key holds for all its queued jobs.
+type memo struct {
+	p  *predict.Predictor
+	at int
+	m  map[string]predict.Estimate
+}
+
+// Predict implements predict.Source.
+func (m *memo) Predict(q predict.Query) predict.Estimate {
+	if len(q.Params) > 0 {
+		return m.p.Predict(q)
+	}
+	if v := m.p.Version(); v != m.at || m.m == nil {
+		m.at, m.m = v, map[string]predict.Estimate{}
+	}
+	e, ok := m.m[q.Key]
+	if !ok {
+		e = m.p.Predict(q)
+		m.m[q.Key] = e
+	}
+	return e
 }

@@ -1,13 +1,16 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"niuma/shepherd"
+	"niuma/shepherd/predict"
 )
 
 func philly(t *testing.T, seed uint64) []Job {
@@ -121,8 +124,9 @@ func TestReplayArithmetic(t *testing.T) {
 		// resumes at 3600+600 = 4200 with 10000-3600+300 = 6700 s left: ends at 10900.
 		cfg := one
 		cfg.Policy = shepherd.Herd(shepherd.HerdOptions{})
-		r := Replay([]Job{{ID: "spot", Duration: 10000, GPUs: 1, MemMilli: 1000, Preemptible: true, Estimate: 10000},
-			{ID: "urgent", Submit: 3600, Duration: 600, GPUs: 1, MemMilli: 1000, Priority: 2, Estimate: 600}}, cfg)
+		cfg.Estimates = Noisy(0) // users' estimates, exact
+		r := Replay([]Job{{ID: "spot", Duration: 10000, GPUs: 1, MemMilli: 1000, Preemptible: true},
+			{ID: "urgent", Submit: 3600, Duration: 600, GPUs: 1, MemMilli: 1000, Priority: 2}}, cfg)
 		require.Equal(t, 1, r.Preemptions)
 		require.InDelta(t, 600, r.Classes[1].AvgJCT, 1e-6)
 		require.InDelta(t, 10900, r.Classes[0].AvgJCT, 1e-6)
@@ -162,12 +166,86 @@ func TestPackTestdata(t *testing.T) {
 	pods, err := LoadPAI(f, 8)
 	require.NoError(t, err)
 	require.NotEmpty(t, pods)
-	cfg := DefaultConfig()
-	cfg.Policy = shepherd.BestFit()
-	r := Pack(pods, cfg)
+	r := Pack(pods, Workstation(8, 80*1024, 0), shepherd.BestFit())
 	// 8 GPUs hold at most 8 whole-GPU pods' worth: the first refusal comes early.
 	require.Positive(t, r.Placed)
 	require.LessOrEqual(t, r.UsedGiB, 8*80.0)
 	require.InDelta(t, 8*80-r.UsedGiB, r.FreeGiB, 1)
 	require.Contains(t, r.Refused, "needs")
+}
+
+// liveStage is what the engine knows of a ready stage: the template's
+// declared needs, the run's flags and priority, when the stage became ready
+// and what its earlier attempts ran.
+type liveStage struct {
+	gpus               int
+	gpuMemory          string // as a template writes it
+	cpus, memMiB       int64
+	priority           int
+	spot, share        bool
+	readySince         time.Time
+	attained           time.Duration
+	userEstimate       time.Duration
+	templateAndStage   string
+	predictFromArchive *predict.Predictor
+}
+
+func (l liveStage) need(id string) shepherd.Need {
+	var mib int64
+	fmt.Sscanf(l.gpuMemory, "%dMiB", &mib)
+	n := shepherd.Need{ID: id, GPUs: l.gpus, GPUMemMiB: mib, CPUMilli: l.cpus, MemMiB: l.memMiB, Priority: l.priority,
+		Spot: l.spot, Share: l.share, ReadySince: l.readySince, Attained: l.attained, Estimate: l.userEstimate}
+	if l.userEstimate == 0 && l.predictFromArchive != nil {
+		n.Predicted = l.predictFromArchive.Predict(predict.Query{Key: l.templateAndStage})
+	}
+	return n
+}
+
+// TestReplayAndLiveBuildTheSameRequest: every request the replay builds
+// for a job is the request a live stage with the same needs gets — the
+// same resources, flags, ready time and attained run time, and an
+// estimate from a predictor fed the same finished runs (the archive, live).
+// Covers every regime, and preempted jobs coming back.
+func TestReplayAndLiveBuildTheSameRequest(t *testing.T) {
+	jobs := Rescale(philly(t, 1), 1.0, 8)[:800]
+	for _, est := range []Estimates{NoEstimates, Predicted, Noisy(0.5)} {
+		t.Run(est.String(), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Estimates = est
+			archive := predict.New(predict.Options{})
+			checked, requeued := 0, 0
+			prevRan, ready := map[string]time.Duration{}, map[string]time.Time{}
+			_, _ = replay(jobs, cfg, hooks{
+				learn: func(_ float64, r predict.Run) { archive.Observe(r) },
+				request: func(now float64, j *Job, got shepherd.Request) {
+					// Ready since its submit, or since it was preempted (its
+					// attained run time grew).
+					if _, seen := ready[j.ID]; !seen {
+						ready[j.ID] = at(j.Submit)
+					}
+					if got.Attained > prevRan[j.ID] {
+						ready[j.ID] = at(now)
+						requeued++
+					}
+					prevRan[j.ID] = got.Attained
+					mem := int64(math.Ceil(float64(j.MemMilli) / 1000 * float64(cfg.GPUMiB)))
+					live := liveStage{gpus: j.GPUs, gpuMemory: fmt.Sprintf("%dMiB", mem), cpus: j.CPUMilli, memMiB: j.MemMiB,
+						priority: j.Priority, spot: j.Preemptible, share: j.Shareable, readySince: ready[j.ID],
+						attained: got.Attained, templateAndStage: predictKey(j)}
+					if est.Mode == "noisy" {
+						live.userEstimate = seconds(j.Duration * math.Exp(est.Sigma*j.Noise))
+					}
+					if est.Mode == "predicted" {
+						live.predictFromArchive = archive
+					}
+					require.Equal(t, shepherd.Build(live.need(j.ID)), got, "job %s at %.0f s", j.ID, now)
+					checked++
+				},
+			})
+			require.Greater(t, checked, len(jobs)-1, "every job's request was checked")
+			if est.Mode != "none" {
+				require.Positive(t, requeued, "preempted jobs came back with their attained run time")
+			}
+		})
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -24,7 +23,15 @@ type Job struct {
 	Priority    int // 0 spot (preemptible), 1 normal, 2 urgent
 	Preemptible bool
 	Shareable   bool
-	Estimate    float64 // the duration a user would have told, seconds; 0 = unknown
+	// CPUMilli and MemMiB are the host CPUs (thousandths) and memory the
+	// job asks for, where the trace records them (PAI); 0 = unknown.
+	CPUMilli, MemMiB int64
+	// Cluster is the trace's virtual cluster (Philly); User and Class the
+	// submitter and job class where a trace records them ("" otherwise).
+	Cluster, User, Class string
+	// Noise is a standard normal draw fixed per job by the seed: a noisy
+	// estimate regime makes the user's estimate Duration × e^(σ·Noise).
+	Noise float64
 }
 
 // paiMilli is the per-GPU share (thousandths) of single-GPU pods in
@@ -40,8 +47,7 @@ var paiMilli = []struct{ milli, n int }{
 //     share from PAI 2023's single-GPU mix (48% ask for the whole GPU);
 //   - priority: 30% spot (0, preemptible), 50% normal (1), 20% urgent (2);
 //   - shareable: every job that asks for less than a whole GPU;
-//   - estimate: the true duration × e^(0.5·N(0,1)) — users' guesses, right
-//     on median, off by 1.6× or more a third of the time.
+//   - noise: the N(0,1) draw behind a noisy estimate (see Estimates).
 func Derive(jobs []Job, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 4))
 	total := 0
@@ -73,15 +79,15 @@ func Derive(jobs []Job, seed uint64) {
 		}
 		j.Preemptible = j.Priority == 0
 		j.Shareable = milli < 1000
-		j.Estimate = j.Duration * math.Exp(0.5*rng.NormFloat64())
+		j.Noise = rng.NormFloat64()
 	}
 }
 
 // LoadPhilly reads philly.csv (timestamp, duration, num_gpus, gpu_time,
-// cluster), keeps jobs with 1..maxGPUs GPUs and a positive duration, sorts
+// cluster — the virtual cluster, when the file has it), keeps jobs with 1..maxGPUs GPUs and a positive duration, sorts
 // them by submit time and derives the rest with Derive(seed).
 func LoadPhilly(r io.Reader, maxGPUs int, seed uint64) ([]Job, error) {
-	rows, err := readCSV(r, "timestamp", "duration", "num_gpus")
+	rows, err := readCSV(r, []string{"timestamp", "duration", "num_gpus"}, "cluster")
 	if err != nil {
 		return nil, fmt.Errorf("read Philly trace: %w", err)
 	}
@@ -103,7 +109,7 @@ func LoadPhilly(r io.Reader, maxGPUs int, seed uint64) ([]Job, error) {
 		if t0.IsZero() || ts.Before(t0) {
 			t0 = ts
 		}
-		jobs = append(jobs, Job{Submit: float64(ts.Unix()), Duration: dur, GPUs: g})
+		jobs = append(jobs, Job{Submit: float64(ts.Unix()), Duration: dur, GPUs: g, Cluster: row[3]})
 	}
 	return finish(jobs, float64(t0.Unix()), seed), nil
 }
@@ -114,7 +120,7 @@ func LoadPhilly(r io.Reader, maxGPUs int, seed uint64) ([]Job, error) {
 // spot); durations are deletion − creation (censored for pods still
 // running at the end: use PAI for packing, not for completion times).
 func LoadPAI(r io.Reader, maxGPUs int) ([]Job, error) {
-	rows, err := readCSV(r, "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time")
+	rows, err := readCSV(r, []string{"num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time"}, "cpu_milli", "memory_mib")
 	if err != nil {
 		return nil, fmt.Errorf("read PAI trace: %w", err)
 	}
@@ -127,10 +133,16 @@ func LoadPAI(r io.Reader, maxGPUs int) ([]Job, error) {
 		if err := errors.Join(e1, e2, e3, e4); err != nil {
 			return nil, fmt.Errorf("read PAI trace: row %d: %w", n+2, err)
 		}
-		if g < 1 || g > maxGPUs || milli <= 0 {
+		if g > maxGPUs || g >= 1 && milli <= 0 {
 			continue
 		}
-		j := Job{Submit: c, Duration: max(d-c, 1), GPUs: g, MemMilli: min(milli, 1000), Shareable: milli < 1000}
+		cpu, _ := strconv.ParseInt(row[5], 10, 64)
+		mem, _ := strconv.ParseInt(row[6], 10, 64)
+		if g < 1 && cpu <= 0 && mem <= 0 {
+			continue // asks for nothing
+		}
+		j := Job{Submit: c, Duration: max(d-c, 1), GPUs: max(g, 0), MemMilli: min(max(milli, 0), 1000), Shareable: milli < 1000,
+			CPUMilli: max(cpu, 0), MemMiB: max(mem, 0)}
 		switch row[2] {
 		case "Guaranteed", "LS":
 			j.Priority = 2
@@ -139,7 +151,6 @@ func LoadPAI(r io.Reader, maxGPUs int) ([]Job, error) {
 		default:
 			j.Preemptible = true
 		}
-		j.Estimate = j.Duration
 		jobs = append(jobs, j)
 	}
 	slices.SortStableFunc(jobs, func(a, b Job) int { return cmpF(a.Submit, b.Submit) })
@@ -169,18 +180,20 @@ func cmpF(a, b float64) int {
 	return 0
 }
 
-// readCSV returns the named columns of every row, in the order asked.
-func readCSV(r io.Reader, cols ...string) ([][]string, error) {
+// readCSV returns the named columns of every row, in the order asked: the
+// required ones, then the optional ones ("" where the file lacks them).
+func readCSV(r io.Reader, required []string, optional ...string) ([][]string, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}
+	cols := append(slices.Clone(required), optional...)
 	idx := make([]int, len(cols))
 	for k, c := range cols {
 		idx[k] = slices.Index(head, c)
-		if idx[k] < 0 {
+		if idx[k] < 0 && k < len(required) {
 			return nil, fmt.Errorf("no column %q in the header (%v): is this the right --format?", c, head)
 		}
 	}
@@ -195,7 +208,9 @@ func readCSV(r io.Reader, cols ...string) ([][]string, error) {
 		}
 		row := make([]string, len(cols))
 		for k, i := range idx {
-			row[k] = rec[i]
+			if i >= 0 && i < len(rec) {
+				row[k] = rec[i]
+			}
 		}
 		out = append(out, row)
 	}

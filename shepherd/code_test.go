@@ -29,7 +29,7 @@ func TestWaitCodes(t *testing.T) {
 		{"no GPU at all", Herd(HerdOptions{}), Inventory{Reason: "NVML library not found"}, nil,
 			[]Request{one("a", 1, 10)}, WaitNoGPUs, 0, 0},
 		{"can never fit", Herd(HerdOptions{}), machine(8, 80, 80), nil,
-			[]Request{one("a", 1, 100)}, WaitNeverFits, 0, 0},
+			[]Request{one("a", 1, 100)}, WaitNeverFits, 80 * gib, 0},
 		{"not enough free memory now", BestFit(), machine(8, 20, 30), nil,
 			[]Request{one("a", 1, 40)}, WaitGPUMemory, 30 * gib, 0},
 		{"memory would do but the GPUs are too hot", Herd(HerdOptions{}), hot, nil,

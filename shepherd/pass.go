@@ -690,7 +690,21 @@ func (ps *pass) neverFits(r *Reason, req *Request) bool {
 		return false
 	}
 	r.Code = WaitNeverFits
+	ps.largestFree(r)
 	return true
+}
+
+// largestFree fills r with the most free memory on one healthy GPU, the
+// figure a message about memory speaks of.
+func (ps *pass) largestFree(r *Reason) {
+	for _, s := range ps.slots {
+		if s.Healthy && (r.LargestFreeGPU < 0 || s.Free > r.LargestFreeMiB) {
+			r.LargestFreeMiB, r.LargestFreeGPU, r.LargestFreeOn = s.Free, s.Index, s.Label
+			if s.Label == "" {
+				r.LargestFreeOn = "GPU " + strconv.Itoa(s.Index)
+			}
+		}
+	}
 }
 
 // anyHostHolds says whether some host's capacity holds req's CPUs and memory.
@@ -755,13 +769,8 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 	}
 	var count [len(causeOrderArr)]int
 	hostAt := -1
+	ps.largestFree(r)
 	for i, s := range ps.slots {
-		if s.Healthy && (r.LargestFreeGPU < 0 || s.Free > r.LargestFreeMiB) {
-			r.LargestFreeMiB, r.LargestFreeGPU, r.LargestFreeOn = s.Free, s.Index, s.Label
-			if s.Label == "" {
-				r.LargestFreeOn = "GPU " + strconv.Itoa(s.Index)
-			}
-		}
 		st := ps.status[i]
 		if st.IsSuccess() {
 			r.Fit++

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"niuma/engine/executor"
+	"niuma/gpumon"
 	"niuma/metrics"
 	"niuma/storage"
 )
@@ -42,6 +43,10 @@ func (e *Engine) launch(ctx context.Context, x executor.Executor, job executor.J
 // process stops owning the data dir), the attempt is left running for the
 // next owner to adopt.
 func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job, timeoutSec int64, skip map[string]int64, elapsed time.Duration) {
+	if g, ok := h.(processGroup); ok && e.opts.Owners != nil {
+		e.opts.Owners.TrackGroup(g.ProcessGroup(), gpumon.Owner{RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt})
+		defer e.opts.Owners.UntrackGroup(g.ProcessGroup())
+	}
 	ing := metrics.NewIngestor(e.writer, job.RunID, job.Stage, job.Attempt, skip)
 	follower := &metrics.Follower{Path: job.StdoutPath, OnLine: func(line []byte, _ int64) {
 		pts, ok := ing.Line(line, time.Now())

@@ -217,8 +217,10 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 	var stages []storage.Stage
 	for i, name := range t.Order() {
 		st, _ := t.Stage(name)
+		// Validate checked the values these come from.
+		gpus, mem, _ := t.NeedsOf(st, values)
 		s := storage.Stage{
-			RunID: id, Name: name, Position: i, Needs: st.Needs, GPUs: st.GPUs, GPUMemoryMiB: st.GPUMemoryMiB,
+			RunID: id, Name: name, Position: i, Needs: st.Needs, GPUs: gpus, GPUMemoryMiB: mem,
 			Retries: st.Retries, TimeoutSec: int64(st.Timeout / time.Second), State: storage.StageQueued,
 		}
 		if len(st.Needs) > 0 {

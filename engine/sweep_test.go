@@ -35,3 +35,20 @@ func TestSweepIDIsStored(t *testing.T) {
 	require.Empty(t, r.Sweep)
 	require.NotEqual(t, sweep, NewSweepID(time.Now()), "each sweep gets its own id")
 }
+
+// A stage whose GPU needs are parameters asks, per run, for what the run's
+// values say.
+func TestStageNeedsFollowTheRunsValues(t *testing.T) {
+	h := newHarness(t)
+	e := h.engine()
+	tm := parse(t, "name: t\nruntime: {kind: local}\nparams:\n  gpus: {type: int, default: 0, min: 0}\n  mem: {type: string, default: 2GiB}\nstages:\n  - {name: a, command: [/bin/true], gpus: \"${params.gpus}\", gpu_memory: \"${params.mem}\"}\n")
+	ctx := context.Background()
+	r, err := e.Submit(ctx, RunSpec{Template: tm, Values: map[string]any{"gpus": int64(1), "mem": "6GiB"}})
+	require.NoError(t, err)
+	st, err := h.store.Stages(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, st[0].GPUs)
+	require.Equal(t, int64(6144), st[0].GPUMemoryMiB)
+	_, err = e.Submit(ctx, RunSpec{Template: tm, Values: map[string]any{"gpus": int64(1), "mem": "six"}})
+	require.ErrorContains(t, err, "gpu_memory", "a bad size is refused before anything is written")
+}

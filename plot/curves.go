@@ -107,6 +107,10 @@ type Options struct {
 	XTicks   TickKind
 	Location *time.Location
 
+	// XCategories, when set, labels X at 0, 1, 2… with these names (a
+	// choice parameter on a scatter's X axis).
+	XCategories []string
+
 	// MarkNonFinite draws a red mark at the top of the plot area at each
 	// X whose Y is NaN or ±Inf, so that a loss that blew up is seen where
 	// it did instead of silently ending the line.
@@ -340,6 +344,14 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 	if opt.LogX {
 		p.X.Scale = gplot.LogScale{}
 		p.X.Tick.Marker = logTicks{target: xTarget}
+	}
+	if len(opt.XCategories) > 0 {
+		ticks := make([]gplot.Tick, len(opt.XCategories))
+		for i, c := range opt.XCategories {
+			ticks[i] = gplot.Tick{Value: float64(i), Label: c}
+		}
+		p.X.Tick.Marker = gplot.ConstantTicks(ticks)
+		xmin, xmax = math.Min(xmin, 0), math.Max(xmax, float64(len(ticks)-1))
 	}
 
 	grid := plotter.NewGrid()

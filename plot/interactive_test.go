@@ -218,3 +218,35 @@ func BenchmarkZoomRedraw1M(b *testing.B) {
 		})
 	}
 }
+
+func TestRenderParallel(t *testing.T) {
+	axes := []Axis{{Name: "lr", Log: true}, {Name: "optimizer", Categories: []string{"adam", "sgd"}}, {Name: "val_acc"}}
+	lines := []Line{
+		{Values: []float64{0.001, 0, 0.95}, Shade: 0.6},
+		{Values: []float64{0.1, 1, 0.97}, Shade: 1},
+		{Values: []float64{1, 1, math.NaN()}, Shade: 0},
+	}
+	img, fr, par, err := RenderParallel(axes, lines, Options{Width: 500, Height: 300, Title: "runs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Bounds().Dx() != 667 {
+		t.Errorf("500 points at 96 dpi, got %v", img.Bounds())
+	}
+	// The best line (green) passes through lr=0.1, two thirds up a log
+	// axis from 0.001 to 1.
+	x, y, ok := par.PositionOf(0, 0.1)
+	if !ok || math.Abs(y-2.0/3) > 1e-9 {
+		t.Fatalf("lr=0.1 on a log axis 0.001..1 sits at 2/3, got %g", y)
+	}
+	r, g, b, _ := img.At(int(fr.PixelX(x))+2, int(fr.PixelY(y))).RGBA()
+	if !(g > r && g > b) {
+		t.Errorf("a green line at the best run's lr, got %x %x %x", r, g, b)
+	}
+	if _, _, ok := par.PositionOf(2, math.NaN()); ok {
+		t.Error("a missing objective is not placed")
+	}
+	if _, _, _, err := RenderParallel(axes[:1], nil, Options{}); err == nil {
+		t.Error("one axis is not a chart")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -55,26 +56,54 @@ type Wizard struct {
 
 	steps   []*widget.Label
 	body    *fyne.Container
-	back    *widget.Button
-	next    *widget.Button
-	launch  *widget.Button
-	cancel  *widget.Button
+	back    *keyButton
+	next    *keyButton
+	launch  *keyButton
+	cancel  *keyButton
 	status  *widget.Label
 	content fyne.CanvasObject
 
 	// template step
-	list     *widget.List
+	list     *keyList
 	selected int
 	about    *widget.Label
 	// parameters step
 	runCount *widget.Label
+	reset    *keyButton
+	preset   map[string]string // values a Clone or Retry brought, for this wizard only
 	// resources step
-	executor *widget.Select
-	priority *widget.Entry
-	seed     *widget.Entry
+	executor *keySelect
+	priority *keyEntry
+	seed     *keyEntry
 	resErr   *widget.Label
 	// review step
-	review *widget.List
+	review  *widget.List
+	refusal error // why the machine can never hold a run of the review
+}
+
+// keyList is a list whose Enter and Escape go to its dialog (Enter on the
+// template list goes on to the parameters).
+type keyList struct{ widget.List }
+
+func newKeyList(length func() int, create func() fyne.CanvasObject, update func(widget.ListItemID, fyne.CanvasObject)) *keyList {
+	l := &keyList{}
+	l.Length, l.CreateItem, l.UpdateItem = length, create, update
+	l.ExtendBaseWidget(l)
+	return l
+}
+
+func (l *keyList) TypedKey(ev *fyne.KeyEvent) {
+	if routeFrom(l, ev) {
+		return
+	}
+	l.List.TypedKey(ev)
+}
+
+func newKeyButton(label string, icon fyne.Resource, tapped func()) *keyButton {
+	b := &keyButton{}
+	b.Text, b.Icon, b.OnTapped = label, icon, tapped
+	b.ExtendBaseWidget(b)
+	return b
 }
 
 // autoExecutor is the executor choice that lets the engine decide.
@@ -93,24 +122,22 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 		w.steps = append(w.steps, l)
 	}
 	w.body = container.NewStack()
-	w.back = widget.NewButtonWithIcon("Back", theme.NavigateBackIcon(), func() { w.show(w.step - 1) })
-	w.next = widget.NewButtonWithIcon("Next", theme.NavigateNextIcon(), w.onNext)
+	w.back = newKeyButton("Back", theme.NavigateBackIcon(), func() { w.show(w.step - 1) })
+	w.next = newKeyButton("Next", theme.NavigateNextIcon(), w.onNext)
 	w.next.IconPlacement = widget.ButtonIconTrailingText
 	w.next.Importance = widget.HighImportance
-	w.launch = widget.NewButtonWithIcon("Launch", theme.MediaPlayIcon(), w.onLaunchTapped)
+	w.launch = newKeyButton("Launch", theme.MediaPlayIcon(), w.onLaunchTapped)
 	w.launch.Importance = widget.HighImportance
-	w.cancel = widget.NewButton("Cancel", func() {
-		if w.onClose != nil {
-			w.onClose()
-		}
-	})
+	w.cancel = newKeyButton("Cancel", nil, w.Cancel)
+	w.reset = newKeyButton("Reset to defaults", theme.ContentUndoIcon(), w.ResetToDefaults)
+	w.reset.Importance = widget.LowImportance
 	w.status = widget.NewLabel("")
 	w.status.Importance = widget.LowImportance
 	w.status.Truncation = fyne.TextTruncateEllipsis
 
 	w.about = widget.NewLabel("Pick a template to see what it does.")
 	w.about.Wrapping = fyne.TextWrapWord
-	w.list = widget.NewList(func() int { return len(w.entries) }, func() fyne.CanvasObject {
+	w.list = newKeyList(func() int { return len(w.entries) }, func() fyne.CanvasObject {
 		name := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		desc := widget.NewLabel("")
 		desc.Truncation = fyne.TextTruncateEllipsis
@@ -138,12 +165,12 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 	w.runCount = widget.NewLabelWithStyle("", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true})
 
 	execs := append([]string{autoExecutor}, b.Executors()...)
-	w.executor = widget.NewSelect(execs, func(string) {})
+	w.executor = newKeySelect(execs, func(string) {})
 	w.executor.Selected = autoExecutor
-	w.priority = widget.NewEntry()
+	w.priority = newKeyEntry()
 	w.priority.SetText("0")
 	w.priority.OnChanged = func(string) { w.validate() }
-	w.seed = widget.NewEntry()
+	w.seed = newKeyEntry()
 	w.seed.SetText("0")
 	w.seed.OnChanged = func(string) { w.validate() }
 	w.resErr = widget.NewLabel("")
@@ -174,6 +201,71 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 
 // Content is the wizard's root object.
 func (w *Wizard) Content() fyne.CanvasObject { return w.content }
+
+// Cancel closes the wizard without launching anything (its Cancel
+// button, and Escape).
+func (w *Wizard) Cancel() {
+	if w.onClose != nil {
+		w.onClose()
+	}
+}
+
+// Enter is the wizard's answer to the Enter key: Next, or Launch on the
+// last step, when the step allows it.
+func (w *Wizard) Enter() {
+	switch {
+	case w.step < stepReview && !w.next.Disabled():
+		w.onNext()
+	case w.step == stepReview && !w.launch.Disabled():
+		w.onLaunchTapped()
+	}
+}
+
+// ResetToDefaults puts every parameter back to its template default and
+// the resources back to theirs: a fresh start after a Clone or Retry.
+func (w *Wizard) ResetToDefaults() {
+	w.preset = nil
+	for _, f := range w.fields {
+		f.reset()
+	}
+	w.priority.SetText("0")
+	w.seed.SetText("0")
+	w.executor.SetSelected(autoExecutor)
+	w.validate()
+}
+
+// focus puts the keyboard on the step's first control, so that the user
+// sees where typing goes (the focused control is outlined).
+func (w *Wizard) focus() {
+	c := w.canvas()
+	if c == nil {
+		return
+	}
+	switch w.step {
+	case stepTemplate:
+		c.Focus(w.list)
+	case stepParams:
+		if len(w.fields) > 0 {
+			c.Focus(w.fields[0].focusTarget())
+		}
+	case stepResources:
+		c.Focus(w.priority)
+	case stepReview:
+		c.Unfocus()
+	}
+}
+
+func (w *Wizard) canvas() fyne.Canvas {
+	if app := fyne.CurrentApp(); app != nil {
+		if c := app.Driver().CanvasForObject(w.list); c != nil {
+			return c
+		}
+	}
+	if w.Win != nil {
+		return w.Win.Canvas()
+	}
+	return nil
+}
 
 // sourceLabel says where a template comes from, briefly.
 func sourceLabel(source string) string {
@@ -211,14 +303,16 @@ func specLine(s engine.RunSpec) string {
 	return line
 }
 
-// Preset picks a template by name and moves to its parameters, with the
-// given priority and executor ("" keeps automatic). The parameter values
-// come from the remembered values for that template.
-func (w *Wizard) Preset(name string, priority int, executor string) error {
+// Preset picks a template by name and moves to its parameters, filled
+// with values (a Clone or a Retry with the fix; nil: the remembered
+// ones) and the given priority and executor ("" keeps automatic). The
+// values are this wizard's only: the next New run starts afresh.
+func (w *Wizard) Preset(name string, values map[string]string, priority int, executor string) error {
 	for i, e := range w.entries {
 		if e.Name != name {
 			continue
 		}
+		w.preset = values
 		w.list.Select(i)
 		if w.tmpl == nil {
 			return fmt.Errorf("template %s cannot be loaded: %s", name, w.about.Text)
@@ -267,6 +361,9 @@ func (w *Wizard) pickTemplate(i widget.ListItemID) {
 func (w *Wizard) buildFields() {
 	w.fields = nil
 	last := w.remember[w.tmpl.Name]
+	if w.preset != nil {
+		last = w.preset
+	}
 	for _, p := range w.tmpl.Params {
 		w.fields = append(w.fields, newParamField(w.tmpl, p, last[p.Name], func() { w.validate() }))
 	}
@@ -300,7 +397,7 @@ func (w *Wizard) show(step int) {
 		hint := widget.NewLabel("Tick \"sweep\" to try several values of a parameter: every combination becomes a run.")
 		hint.Importance = widget.LowImportance
 		hint.Wrapping = fyne.TextWrapWord
-		body = container.NewBorder(container.NewBorder(nil, nil, nil, w.runCount, hint), nil, nil, nil, container.NewVScroll(rows))
+		body = container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(w.reset, w.runCount), hint), nil, nil, nil, container.NewVScroll(rows))
 	case stepResources:
 		form := widget.NewForm(
 			widget.NewFormItem("Executor", w.executor),
@@ -314,9 +411,17 @@ func (w *Wizard) show(step int) {
 		body = container.NewVBox(form, note, w.resErr)
 	case stepReview:
 		w.specs, _ = w.buildSpecs()
+		w.refusal = w.neverFits(w.specs)
 		head := widget.NewLabelWithStyle(fmt.Sprintf("%d %s of %s will be queued:", len(w.specs), plural(len(w.specs), "run", "runs"), w.tmpl.Name),
 			fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		body = container.NewBorder(head, nil, nil, nil, w.review)
+		top := fyne.CanvasObject(head)
+		if w.refusal != nil {
+			why := widget.NewLabel(w.refusal.Error())
+			why.Importance = widget.DangerImportance
+			why.Wrapping = fyne.TextWrapWord
+			top = container.NewVBox(head, why)
+		}
+		body = container.NewBorder(top, nil, nil, nil, w.review)
 		w.review.Refresh()
 	}
 	w.body.Objects = []fyne.CanvasObject{body}
@@ -334,6 +439,7 @@ func (w *Wizard) show(step int) {
 		w.launch.Hide()
 	}
 	w.validate()
+	w.focus()
 }
 
 func plural(n int, one, many string) string {
@@ -398,6 +504,9 @@ func (w *Wizard) stepError() error {
 		if len(w.specs) == 0 {
 			return errors.New("nothing to launch")
 		}
+		if w.refusal != nil {
+			return w.refusal
+		}
 	}
 	return nil
 }
@@ -453,12 +562,17 @@ func (w *Wizard) buildSpecs() ([]engine.RunSpec, error) {
 		exec = ""
 	}
 	var specs []engine.RunSpec
-	for _, combo := range combinations(names, values) {
+	combos := combinations(names, values)
+	sweep := ""
+	if len(combos) > 1 {
+		sweep = engine.NewSweepID(time.Now()) // the runs show as one sweep
+	}
+	for _, combo := range combos {
 		v, err := w.tmpl.Resolve(combo)
 		if err != nil {
 			return nil, err
 		}
-		specs = append(specs, engine.RunSpec{Template: w.tmpl, Values: v, Seed: seed, Priority: prio, Executor: exec})
+		specs = append(specs, engine.RunSpec{Template: w.tmpl, Values: v, Seed: seed, Priority: prio, Executor: exec, Sweep: sweep})
 	}
 	return specs, nil
 }
@@ -532,7 +646,7 @@ func (w *Wizard) askAboutDuplicates(specs []engine.RunSpec, dup map[int]bool, fi
 		w.back.Enable()
 		w.launch.Enable()
 	}
-	open := widget.NewButton("Open it", func() {
+	openIt := func() {
 		reset()
 		if w.OnOpenRun != nil {
 			w.OnOpenRun(first.ID)
@@ -540,8 +654,10 @@ func (w *Wizard) askAboutDuplicates(specs []engine.RunSpec, dup map[int]bool, fi
 		if w.onClose != nil {
 			w.onClose()
 		}
-	})
-	newSeed := widget.NewButton("Run anyway with a new seed", func() {
+	}
+	open := newKeyButton("Open it", nil, openIt)
+	open.Importance = widget.HighImportance
+	newSeed := newKeyButton("Run anyway with a new seed", nil, func() {
 		d.Hide()
 		for i := range specs {
 			if dup[i] {
@@ -550,18 +666,18 @@ func (w *Wizard) askAboutDuplicates(specs []engine.RunSpec, dup map[int]bool, fi
 		}
 		w.submit(specs)
 	})
-	again := widget.NewButton("Run anyway", func() {
+	again := newKeyButton("Run anyway", nil, func() {
 		d.Hide()
 		w.submit(specs)
 	})
 	again.Importance = widget.LowImportance
-	cancel := widget.NewButton("Cancel", reset)
-	label := widget.NewLabel(msg)
+	cancel := newKeyButton("Cancel", nil, reset)
+	label := widget.NewLabel(msg + "\n\nEnter opens the earlier run; Escape goes back.")
 	label.Wrapping = fyne.TextWrapWord
 	body := container.NewVBox(label, container.NewHBox(open, newSeed, again, cancel))
 	d = dialog.NewCustomWithoutButtons("Already done", body, w.window())
-	d.Resize(fyne.NewSize(560, 180))
-	d.Show()
+	d.Resize(fyne.NewSize(600, 200))
+	showWithKeys(d, w.window(), openIt, reset)
 }
 
 // window is where the wizard's dialogs go: Win, else the app's first window.

@@ -55,10 +55,15 @@ type Stage struct {
 	Needs        []string // stages that must succeed first
 	GPUs         int
 	GPUMemoryMiB int64 // per-GPU memory the stage needs; 0 = unspecified
-	Retries      int
-	Timeout      time.Duration // 0 = none
-	Env          map[string]string
-	Line         int // line in the YAML, for errors
+	// GPUsParam and GPUMemoryParam name the parameters that set GPUs and
+	// GPUMemoryMiB per run (gpus: ${params.gpus}); GPUs and GPUMemoryMiB
+	// then hold their defaults. NeedsOf gives a run's values.
+	GPUsParam      string
+	GPUMemoryParam string
+	Retries        int
+	Timeout        time.Duration // 0 = none
+	Env            map[string]string
+	Line           int // line in the YAML, for errors
 }
 
 // Runtime says where stages run: Kind "local" (host processes) or

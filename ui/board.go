@@ -272,6 +272,8 @@ type Board struct {
 	noRuns  *widget.Label
 	recent  *fyne.Container
 	recentT *widget.Label
+	gpuBox  *fyne.Container // the cards, the note without GPUs, the processes
+	shape   string          // what gpuBox showed last: laid out again when it changes
 
 	mu      sync.Mutex // guards queue and the caches, read by list callbacks and reloads
 	queue   []queueItem
@@ -353,6 +355,7 @@ func NewBoard(b Backend) *Board {
 		container.NewHBox(title("GPUs"), layout.NewSpacer(), v.source, v.window),
 		v.cards, v.empty, v.procs.content,
 	)
+	v.gpuBox = gpus
 	queue := container.NewBorder(
 		container.NewVBox(container.NewHBox(title("Queue"), layout.NewSpacer(), v.counts), v.noRuns),
 		container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, v.recentT, nil, container.NewHScroll(v.recent))),
@@ -511,6 +514,10 @@ func (v *Board) apply(m boardModel) {
 		v.views[i].set(c, h, at)
 	}
 	v.procs.set(m.procs, len(m.cards) > 0)
+	if shape := fmt.Sprint(len(m.cards), len(m.procs), m.gpuErr != nil); shape != v.shape {
+		v.shape = shape
+		v.gpuBox.Refresh() // what is shown changed: lay it out again
+	}
 
 	v.mu.Lock()
 	v.queue = m.queue

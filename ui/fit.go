@@ -106,8 +106,11 @@ func orName(s, def string) string {
 }
 
 func mibText(m int64) string {
-	if m >= 1024 {
+	switch {
+	case m >= 10*1024:
 		return fmt.Sprintf("%.0f GiB", float64(m)/1024)
+	case m >= 1024:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(m)/1024), ".0") + " GiB"
 	}
 	return fmt.Sprintf("%d MiB", m)
 }

@@ -442,7 +442,7 @@ func (v *MainView) onDismiss(anomalyID int64) {
 	v.mu.Unlock()
 	go func() {
 		if err := v.backend.Dismiss(context.Background(), id, anomalyID); err != nil {
-			fyne.Do(func() { dialog.ShowError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
+			fyne.Do(func() { showError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
 		}
 		v.requestReload()
 	}()
@@ -462,7 +462,7 @@ func (v *MainView) onCancel() {
 		v.cancel.Disable()
 		go func() {
 			if err := v.backend.Cancel(context.Background(), id); err != nil {
-				fyne.Do(func() { dialog.ShowError(err, v.win) })
+				fyne.Do(func() { showError(err, v.win) })
 			}
 			v.requestReload()
 		}()

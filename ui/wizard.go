@@ -364,9 +364,41 @@ func (w *Wizard) buildFields() {
 	if w.preset != nil {
 		last = w.preset
 	}
+	gpus := w.usableGPUs()
 	for _, p := range w.tmpl.Params {
-		w.fields = append(w.fields, newParamField(w.tmpl, p, last[p.Name], func() { w.validate() }))
+		initial := last[p.Name]
+		if initial == "" && gpus > 0 && isGPUCount(w.tmpl, p) && template.FormatValue(p.Default) == "0" {
+			// A machine with GPUs (simulated ones too) runs a GPU-ready
+			// template on one, so that the shepherd's placement shows.
+			initial = "1"
+		}
+		w.fields = append(w.fields, newParamField(w.tmpl, p, initial, func() { w.validate() }))
 	}
+}
+
+// usableGPUs is how many healthy GPUs the machine has now.
+func (w *Wizard) usableGPUs() int {
+	snap, err := w.backend.GPUs(context.Background())
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, g := range snap.GPUs {
+		if g.Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+// isGPUCount reports whether a parameter sets how many GPUs a stage asks for.
+func isGPUCount(t *template.Template, p template.Param) bool {
+	for _, st := range t.Stages {
+		if st.GPUsParam == p.Name {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Wizard) show(step int) {

@@ -498,7 +498,6 @@ func TestToastGoesAway(t *testing.T) {
 	require.Eventually(t, func() bool { return !n.toast.Visible() }, 5*time.Second, 5*time.Millisecond)
 }
 
-
 // labelTexts collects the text of every label under o (not what each
 // draws, which texts also has).
 func labelTexts(o fyne.CanvasObject) []string {

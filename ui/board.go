@@ -261,19 +261,20 @@ type Board struct {
 	backend Backend
 	content fyne.CanvasObject
 
-	source  *widget.Label
-	window  *widget.Select // history: 5, 15 or 60 minutes
-	cards   *fyne.Container
-	empty   *fyne.Container
-	emptyT  *widget.Label
-	procs   *procTable
-	counts  *widget.Label
-	list    *widget.List
-	noRuns  *widget.Label
-	recent  *fyne.Container
-	recentT *widget.Label
-	gpuBox  *fyne.Container // the cards, the note without GPUs, the processes
-	shape   string          // what gpuBox showed last: laid out again when it changes
+	source   *widget.Label
+	window   *widget.Select // history: 5, 15 or 60 minutes
+	cards    *fyne.Container
+	empty    *fyne.Container
+	emptyT   *widget.Label
+	procs    *procTable
+	counts   *widget.Label
+	list     *widget.List
+	noRuns   *widget.Label
+	recent   *fyne.Container
+	recentT  *widget.Label
+	gpuBox   *fyne.Container // the cards, the note without GPUs, the processes
+	queueBox *fyne.Container // the queue's heading, list and strip
+	shape    string          // what gpuBox showed last: laid out again when it changes
 
 	mu      sync.Mutex // guards queue and the caches, read by list callbacks and reloads
 	queue   []queueItem
@@ -321,7 +322,7 @@ func NewBoard(b Backend) *Board {
 		}
 	})
 	v.window.Selected = names[0]
-	v.cards = container.NewGridWrap(fyne.NewSize(380, 300))
+	v.cards = container.NewGridWrap(fyne.NewSize(380, 262))
 	v.emptyT = widget.NewLabel("")
 	v.emptyT.Wrapping = fyne.TextWrapWord
 	hint := widget.NewLabel(simulateHint)
@@ -356,11 +357,11 @@ func NewBoard(b Backend) *Board {
 		v.cards, v.empty, v.procs.content,
 	)
 	v.gpuBox = gpus
-	queue := container.NewBorder(
+	v.queueBox = container.NewBorder(
 		container.NewVBox(container.NewHBox(title("Queue"), layout.NewSpacer(), v.counts), v.noRuns),
 		container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, v.recentT, nil, container.NewHScroll(v.recent))),
 		nil, nil, v.list)
-	split := container.NewVSplit(container.NewVScroll(gpus), queue)
+	split := container.NewVSplit(container.NewVScroll(gpus), v.queueBox)
 	split.Offset = 0.62
 	v.content = container.NewPadded(split)
 	return v
@@ -527,10 +528,13 @@ func (v *Board) apply(m boardModel) {
 	} else {
 		v.counts.SetText(m.counts)
 	}
-	if len(m.queue) == 0 {
-		v.noRuns.Show()
-	} else {
-		v.noRuns.Hide()
+	if empty := len(m.queue) == 0; empty != v.noRuns.Visible() {
+		if empty {
+			v.noRuns.Show()
+		} else {
+			v.noRuns.Hide()
+		}
+		v.queueBox.Refresh() // the list moves up or down
 	}
 	v.list.Refresh()
 	v.showRecent(m.recent)

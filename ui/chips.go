@@ -178,7 +178,7 @@ func (l *headLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 	tw := title.MinSize().Width
 	if l.title != nil && title == fyne.CanvasObject(l.title) {
 		// A truncating label's MinSize is an ellipsis: measure its text.
-		tw = fyne.MeasureText(l.title.Text, theme.TextSize(), l.title.TextStyle).Width + 2*theme.InnerPadding()
+		tw = fyne.MeasureText(l.title.Text, theme.TextSize(), l.title.TextStyle).Width + 2*theme.InnerPadding() + theme.Padding()
 	}
 	left := size.Width - sw
 	stripW := float32(0)

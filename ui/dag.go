@@ -45,9 +45,15 @@ func dagLayout(stages []engine.StageInfo, sentinelRetries map[string]int, now ti
 			}
 		}
 		n.line2 = attemptsText(s, sentinelRetries[s.Name])
-		n.line3 = string(s.State)
-		if d := stageDuration(s, now); d > 0 {
-			n.line3 += " · " + shortDuration(d)
+		// The colour says the state; the words only what it cannot.
+		d := stageDuration(s, now)
+		switch {
+		case s.State == engine.Succeeded && d > 0:
+			n.line3 = "took " + shortDuration(d)
+		case d > 0:
+			n.line3 = string(s.State) + " " + shortDuration(d)
+		default:
+			n.line3 = string(s.State)
 		}
 		nodes = append(nodes, n)
 		cols = max(cols, n.col+1)

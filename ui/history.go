@@ -90,7 +90,7 @@ func (h *historyChart) generate(w, hh int) image.Image {
 	return img
 }
 
-func (h *historyChart) MinSize() fyne.Size { return fyne.NewSize(200, 110) }
+func (h *historyChart) MinSize() fyne.Size { return fyne.NewSize(200, 80) }
 
 func (h *historyChart) CreateRenderer() fyne.WidgetRenderer {
 	return widget.NewSimpleRenderer(h.raster)

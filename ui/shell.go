@@ -293,6 +293,7 @@ func (s *Shell) OpenWizard() {
 	s.wizardDlg = dialog.NewCustomWithoutButtons("New run", s.wizard.Content(), s.win)
 	s.wizardDlg.Resize(wizardSize(s.win))
 	w := s.wizard
+	w.selectFirst()
 	showWithKeys(s.wizardDlg, s.win, w.Enter, w.Cancel)
 	w.focus()
 }

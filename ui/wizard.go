@@ -202,6 +202,17 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 // Content is the wizard's root object.
 func (w *Wizard) Content() fyne.CanvasObject { return w.content }
 
+// selectFirst picks the first template that can be launched, so that Enter
+// goes straight on (a new user's first run is four Enters away).
+func (w *Wizard) selectFirst() {
+	for i, e := range w.entries {
+		if e.Err == nil && e.Load != nil {
+			w.list.Select(i)
+			return
+		}
+	}
+}
+
 // Cancel closes the wizard without launching anything (its Cancel
 // button, and Escape).
 func (w *Wizard) Cancel() {
@@ -313,7 +324,11 @@ func (w *Wizard) Preset(name string, values map[string]string, priority int, exe
 			continue
 		}
 		w.preset = values
-		w.list.Select(i)
+		if w.selected == i {
+			w.pickTemplate(i) // already picked: build its fields again from the values
+		} else {
+			w.list.Select(i)
+		}
 		if w.tmpl == nil {
 			return fmt.Errorf("template %s cannot be loaded: %s", name, w.about.Text)
 		}

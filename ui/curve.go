@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -163,9 +164,10 @@ type curvePanel struct {
 	hint    *widget.Label
 	content fyne.CanvasObject
 
-	picking  bool              // options are being filled, not chosen from
-	onMetric func(name string) // the user picked another metric
-	shownID  string            // the data the chart has
+	picking   bool              // options are being filled, not chosen from
+	onMetric  func(name string) // the user picked another metric
+	shownID   string            // the data the chart has
+	shownName string            // the metric it is
 }
 
 func newCurvePanel() *curvePanel {
@@ -227,10 +229,34 @@ func (p *curvePanel) show(names []string, d curveData) {
 	p.picker.SetSelected(d.name)
 	p.picking = false
 	if d.id != p.shownID {
+		if d.name != p.shownName {
+			// A new metric: a loss that blew up spans many decades, where
+			// only a log scale shows every attempt; the check says so.
+			p.shownName = d.name
+			p.logY.SetChecked(wideRange(d.series))
+		}
 		p.shownID = d.id
 		p.chart.SetSeries(d.title, d.series)
 		p.updateReset()
 	}
+}
+
+// wideRange reports whether the series are all positive and span more than
+// four decades.
+func wideRange(series []chartSeries) bool {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, y := range s.ys {
+			if math.IsNaN(y) || math.IsInf(y, 0) {
+				continue
+			}
+			if y <= 0 {
+				return false
+			}
+			lo, hi = math.Min(lo, y), math.Max(hi, y)
+		}
+	}
+	return lo > 0 && hi/lo > 1e4
 }
 
 // metricNames lists a run's metrics, "stage/key", in the order given.

@@ -163,6 +163,19 @@ func runGPUs(stages []engine.StageInfo) []string {
 	return out
 }
 
+// shortGPUs cuts GPU UUIDs to what tells them apart on a machine
+// ("GPU-51a1a7ed…"); indexes stay as they are.
+func shortGPUs(gpus []string) []string {
+	out := make([]string, len(gpus))
+	for i, g := range gpus {
+		if len(g) > 16 && strings.HasPrefix(g, "GPU-") {
+			g = g[:12] + "…"
+		}
+		out[i] = g
+	}
+	return out
+}
+
 // showLog shows the log pane's stage choices and tail. A failed stage's
 // tail opens at its end, where the error is.
 func (d *runDetail) showLog(selected bool, l logView, runID string) {
@@ -273,7 +286,7 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 	d.title.SetText(fmt.Sprintf("%s %s — %s", r.Template, r.TemplateVersion, r.State))
 	id := fmt.Sprintf("Run %s · seed %d · priority %d · %s", r.ID, r.Seed, r.Priority, r.Executor)
 	if gpus := runGPUs(r.Stages); len(gpus) > 0 {
-		id += " · GPU " + strings.Join(gpus, ", ")
+		id += " · GPU " + strings.Join(shortGPUs(gpus), ", ")
 	}
 	d.idLine.SetText(id)
 	setLine(d.params, paramsText(*r, nil))
@@ -352,7 +365,7 @@ func stageRows(stages []engine.StageInfo, retries map[string]int, now time.Time)
 		}
 		text := fmt.Sprintf("%s · exit %s · %s", attemptsText(s, retries[s.Name]), exit, took)
 		if gpus := latestGPUs(s); len(gpus) > 0 {
-			text += " · GPU " + strings.Join(gpus, ",")
+			text += " · GPU " + strings.Join(shortGPUs(gpus), ",")
 		}
 		line := widget.NewLabel(text)
 		line.Wrapping = fyne.TextWrapWord

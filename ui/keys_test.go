@@ -239,3 +239,59 @@ func TestKeyButtonEnter(t *testing.T) {
 	require.Equal(t, 1, n, "not when disabled")
 
 }
+
+// A sweep with a point already done launches only the new ones on Enter.
+func TestDuplicateDialogLaunchesOnlyTheNewPoints(t *testing.T) {
+	r := newWizardRig(t)
+	r.w.Win = r.win
+	r.w.list.Select(1)
+	test.Tap(r.w.next)
+	h := r.field("hidden")
+	h.sweep.SetChecked(true)
+	h.sweepEntry.SetText("32, 64, 128")
+	r.w.show(stepReview)
+	require.Len(t, r.w.specs, 3)
+	require.NotEmpty(t, r.w.specs[0].Sweep, "the points of a sweep share its id")
+	require.Equal(t, r.w.specs[0].Sweep, r.w.specs[2].Sweep)
+	p, err := r.b.Provenance(context.Background(), r.w.specs[1])
+	require.NoError(t, err)
+	r.b.done = map[string]engine.RunInfo{p.Fingerprint: {ID: "earlier-run", State: engine.Succeeded}}
+	test.Tap(r.w.launch)
+	require.Eventually(t, func() bool { return r.win.Canvas().Overlays().Top() != nil }, 5*time.Second, 10*time.Millisecond)
+	pressKey(r.win, fyne.KeyReturn)
+	select {
+	case <-r.launched:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the launch never finished")
+	}
+	r.b.mu.Lock()
+	defer r.b.mu.Unlock()
+	require.Len(t, r.b.submitted, 2, "the point already done is left out")
+	for _, s := range r.b.submitted {
+		require.NotEqual(t, int64(64), s.Values["hidden"])
+	}
+}
+
+func TestWideRangeTurnsOnLogY(t *testing.T) {
+	blowUp := newChartSeries("attempt 1", 3)
+	for i, v := range []float64{2, 1e3, 1e15} {
+		blowUp.add(int64(i), time.Time{}, v)
+	}
+	calm := newChartSeries("attempt 2", 2)
+	calm.add(0, time.Time{}, 2)
+	calm.add(1, time.Time{}, 0.5)
+	require.True(t, wideRange([]chartSeries{blowUp, calm}))
+	require.False(t, wideRange([]chartSeries{calm}))
+	neg := newChartSeries("x", 2)
+	neg.add(0, time.Time{}, -1)
+	neg.add(1, time.Time{}, 1e9)
+	require.False(t, wideRange([]chartSeries{neg}), "not on a log scale: a value ≤ 0")
+
+	test.NewTempApp(t)
+	p := newCurvePanel()
+	p.show([]string{"train/loss"}, curveData{name: "train/loss", id: "1", series: []chartSeries{blowUp, calm}})
+	require.True(t, p.logY.Checked, "a metric that blew up opens on a log scale")
+	p.logY.SetChecked(false)
+	p.show([]string{"train/loss"}, curveData{name: "train/loss", id: "2", series: []chartSeries{blowUp, calm}})
+	require.False(t, p.logY.Checked, "new points keep the user's choice")
+}

@@ -719,12 +719,33 @@ func (w *Wizard) askAboutDuplicates(specs []engine.RunSpec, dup map[int]bool, fi
 	})
 	again.Importance = widget.LowImportance
 	cancel := newKeyButton("Cancel", nil, reset)
-	label := widget.NewLabel(msg + "\n\nEnter opens the earlier run; Escape goes back.")
+	buttons := container.NewHBox(open, newSeed, again, cancel)
+	enter, hint := openIt, "Enter opens the earlier run; Escape goes back."
+	if len(dup) < len(specs) {
+		// Some points of a sweep are new: launching only those is what a
+		// sweep usually wants, and Enter does it.
+		var fresh []engine.RunSpec
+		for i, s := range specs {
+			if !dup[i] {
+				fresh = append(fresh, s)
+			}
+		}
+		onlyNew := func() {
+			d.Hide()
+			w.submit(fresh)
+		}
+		skip := newKeyButton(fmt.Sprintf("Launch only the %d new", len(fresh)), nil, onlyNew)
+		skip.Importance = widget.HighImportance
+		open.Importance = widget.MediumImportance
+		buttons = container.NewHBox(skip, open, newSeed, again, cancel)
+		enter, hint = onlyNew, fmt.Sprintf("Enter launches the %d new %s; Escape goes back.", len(fresh), plural(len(fresh), "run", "runs"))
+	}
+	label := widget.NewLabel(msg + "\n\n" + hint)
 	label.Wrapping = fyne.TextWrapWord
-	body := container.NewVBox(label, container.NewHBox(open, newSeed, again, cancel))
+	body := container.NewVBox(label, buttons)
 	d = dialog.NewCustomWithoutButtons("Already done", body, w.window())
-	d.Resize(fyne.NewSize(600, 200))
-	showWithKeys(d, w.window(), openIt, reset)
+	d.Resize(fyne.NewSize(720, 200))
+	showWithKeys(d, w.window(), enter, reset)
 }
 
 // window is where the wizard's dialogs go: Win, else the app's first window.

@@ -68,7 +68,7 @@ func orDash(s string) string {
 var procColumns = []struct {
 	title string
 	width float32
-}{{"GPU", 44}, {"PID", 70}, {"user", 90}, {"command", 0}, {"GPU memory", 90}, {"run / stage", 230}}
+}{{"GPU", 44}, {"PID", 70}, {"user", 90}, {"command", 0}, {"GPU memory", 110}, {"run / stage", 270}}
 
 // procTable lists the GPUs' processes under the cards, nvitop-style.
 type procTable struct {

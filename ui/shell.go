@@ -373,5 +373,8 @@ func (s *Shell) settingsPage() fyne.CanvasObject {
 	if app := fyne.CurrentApp(); app != nil {
 		s.notifyCheck.Checked = !app.Preferences().Bool(prefNotify)
 	}
+	if !s.desktopOK.Load() {
+		s.notifyCheck.Disable() // nothing to turn on: the window's own notices stay
+	}
 	return container.NewPadded(container.NewVBox(widget.NewLabelWithStyle("Settings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), s.notifyCheck, l))
 }

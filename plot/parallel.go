@@ -202,6 +202,9 @@ func (a axisLabels) label(i int, ax Axis, top bool) string {
 	if ax.Log {
 		v = math.Pow(10, v)
 	}
+	if v == math.Trunc(v) && math.Abs(v) < 1e7 {
+		return strconv.FormatFloat(v, 'f', 0, 64) // 1024, not 1.02e+03
+	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 

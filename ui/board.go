@@ -60,6 +60,7 @@ type queueItem struct {
 	state        engine.State
 	stages       []engine.StageInfo
 	detail       string  // the shepherd's reason for a waiting run; elapsed and objective for a running one
+	waits        bool    // a running run whose next stage waits for GPUs
 	params       string  // the parameters that tell it apart (within its sweep)
 	progress     float64 // 0..1 when the workload reports its total steps, else -1
 	anomalies    int
@@ -108,7 +109,8 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 				parts = append(parts, v)
 			}
 			if w := waitReason(r, now); w != "" && w != "queued" {
-				parts = append(parts, w)
+				parts = append(parts, "waits: "+w)
+				it.waits = true
 			}
 			it.detail = strings.Join(parts, " · ")
 		}
@@ -261,20 +263,21 @@ type Board struct {
 	backend Backend
 	content fyne.CanvasObject
 
-	source   *widget.Label
-	window   *widget.Select // history: 5, 15 or 60 minutes
-	cards    *fyne.Container
-	empty    *fyne.Container
-	emptyT   *widget.Label
-	procs    *procTable
-	counts   *widget.Label
-	list     *widget.List
-	noRuns   *widget.Label
-	recent   *fyne.Container
-	recentT  *widget.Label
-	gpuBox   *fyne.Container // the cards, the note without GPUs, the processes
-	queueBox *fyne.Container // the queue's heading, list and strip
-	shape    string          // what gpuBox showed last: laid out again when it changes
+	source      *widget.Label
+	window      *widget.Select // history: 5, 15 or 60 minutes
+	cards       *fyne.Container
+	empty       *fyne.Container
+	emptyT      *widget.Label
+	procs       *procTable
+	counts      *widget.Label
+	list        *widget.List
+	noRuns      *widget.Label
+	recent      *fyne.Container
+	recentT     *widget.Label
+	gpuBox      *fyne.Container // the cards, the note without GPUs, the processes
+	cardsLayout *cardsLayout
+	queueBox    *fyne.Container // the queue's heading, list and strip
+	shape       string          // what gpuBox showed last: laid out again when it changes
 
 	mu      sync.Mutex // guards queue and the caches, read by list callbacks and reloads
 	queue   []queueItem
@@ -322,7 +325,8 @@ func NewBoard(b Backend) *Board {
 		}
 	})
 	v.window.Selected = names[0]
-	v.cards = container.NewGridWrap(fyne.NewSize(380, 262))
+	v.cardsLayout = &cardsLayout{min: 340, height: 262}
+	v.cards = container.New(v.cardsLayout)
 	v.emptyT = widget.NewLabel("")
 	v.emptyT.Wrapping = fyne.TextWrapWord
 	hint := widget.NewLabel(simulateHint)
@@ -362,7 +366,7 @@ func NewBoard(b Backend) *Board {
 		container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, v.recentT, nil, container.NewHScroll(v.recent))),
 		nil, nil, v.list)
 	split := container.NewVSplit(container.NewVScroll(gpus), v.queueBox)
-	split.Offset = 0.62
+	split.Offset = 0.7
 	v.content = container.NewPadded(split)
 	return v
 }
@@ -515,7 +519,8 @@ func (v *Board) apply(m boardModel) {
 		v.views[i].set(c, h, at)
 	}
 	v.procs.set(m.procs, len(m.cards) > 0)
-	if shape := fmt.Sprint(len(m.cards), len(m.procs), m.gpuErr != nil); shape != v.shape {
+	cols := v.cardsLayout.columns(max(1, len(m.cards)), v.cards.Size().Width)
+	if shape := fmt.Sprint(len(m.cards), len(m.procs), m.gpuErr != nil, cols); shape != v.shape {
 		v.shape = shape
 		v.gpuBox.Refresh() // what is shown changed: lay it out again
 	}
@@ -589,6 +594,44 @@ func (v *Board) updateQueueRow(i widget.ListItemID, o fyne.CanvasObject) {
 	it := v.queue[i]
 	v.mu.Unlock()
 	o.(*queueRow).set(it)
+}
+
+// cardsLayout puts the GPU cards in as many columns of at least min points
+// as the width takes (no more than there are cards), filling the width.
+type cardsLayout struct {
+	min, height float32
+	width       float32 // the width last laid out at, for MinSize's rows
+}
+
+func (l *cardsLayout) columns(n int, width float32) int {
+	gap := theme.Padding()
+	return max(1, min(n, int((width+gap)/(l.min+gap))))
+}
+
+func (l *cardsLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	if len(objs) == 0 {
+		return
+	}
+	gap := theme.Padding()
+	l.width = size.Width
+	cols := l.columns(len(objs), size.Width)
+	w := (size.Width - gap*float32(cols-1)) / float32(cols)
+	w = min(w, l.min*1.6) // a lone card does not stretch across a wide screen
+	for i, o := range objs {
+		o.Move(fyne.NewPos(float32(i%cols)*(w+gap), float32(i/cols)*(l.height+gap)))
+		o.Resize(fyne.NewSize(w, l.height))
+	}
+}
+
+func (l *cardsLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	if len(objs) == 0 {
+		return fyne.NewSize(0, 0)
+	}
+	// As many rows as the last width needed (the board lays itself out
+	// again when that changes; see Board.apply).
+	cols := l.columns(len(objs), max(l.width, l.min))
+	rows := (len(objs) + cols - 1) / cols
+	return fyne.NewSize(l.min, float32(rows)*l.height+float32(rows-1)*theme.Padding())
 }
 
 // gpuCardView draws one GPU.
@@ -700,8 +743,8 @@ func newQueueRow() fyne.CanvasObject {
 	r.params.SizeName = theme.SizeNameCaptionText
 	r.progress.TextFormatter = func() string { return "" }
 	r.head = container.New(&headLayout{strip: r.chips}, container.NewHBox(r.badge), container.NewHBox(r.title, r.id), r.chips)
-	bar := container.NewGridWrap(fyne.NewSize(120, 10), r.progress)
-	r.box = container.NewVBox(r.head, container.NewBorder(nil, nil, nil, container.NewCenter(bar), r.detail), r.params)
+	bar := container.NewGridWrap(fyne.NewSize(140, 12), r.progress)
+	r.box = container.NewVBox(r.head, container.NewBorder(nil, nil, container.NewCenter(bar), nil, r.detail), r.params)
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -726,10 +769,14 @@ func (r *queueRow) set(it queueItem) {
 	}
 	r.badge.Objects = badges
 	r.badge.Refresh()
-	if it.state == engine.Queued {
+	switch {
+	case it.state == engine.Queued:
 		r.detail.Importance = widget.WarningImportance
 		r.detail.SetText("waiting — " + it.detail)
-	} else {
+	case it.waits:
+		r.detail.Importance = widget.WarningImportance
+		r.detail.SetText(it.detail)
+	default:
 		r.detail.Importance = widget.MediumImportance
 		r.detail.SetText(it.detail)
 	}

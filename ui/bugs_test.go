@@ -366,3 +366,60 @@ func TestBugEscapeClosesTheWizard(t *testing.T) {
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closed the wizard from a focused entry")
 }
+
+// Found in the first-use trial: a reload that began before a click on a
+// run, and ended after it, undid the click: the run picked before (or
+// none) came back.
+func TestBugAReloadInFlightKeepsTheNewSelection(t *testing.T) {
+	now := time.Now()
+	b := &gatedBackend{fakeBackend: fakeBackend{runs: []engine.RunInfo{
+		{ID: "r1", Template: "new", State: engine.Succeeded, CreatedAt: now},
+		{ID: "r0", Template: "old", State: engine.Succeeded, CreatedAt: now}}}}
+	v, _ := newTestView(t, &b.fakeBackend)
+	v.backend = b
+	v.Reload(context.Background())
+	v.SelectRun("r0")
+	v.Reload(context.Background())
+	require.Contains(t, v.detail.title.Text, "old")
+
+	b.gate = make(chan struct{})
+	b.entered = make(chan struct{})
+	done := make(chan struct{})
+	go func() { v.Reload(context.Background()); close(done) }() // reads r0, then waits
+	wait := func(ch <-chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal(what)
+		}
+	}
+	wait(b.entered, "the reload never read the run")
+	v.SelectRun("r1") // the click, while that reload is in flight
+	close(b.gate)
+	wait(done, "the reload never ended")
+	v.mu.Lock()
+	sel := v.selected
+	v.mu.Unlock()
+	require.Equal(t, "r1", sel, "the click stands")
+	require.True(t, v.selInfo == nil || v.selInfo.ID == "r1", "Clone and Cancel never act on the run picked before")
+	v.Reload(context.Background()) // as the view's loop does at once
+	require.Contains(t, v.detail.title.Text, "new")
+}
+
+// gatedBackend holds LastMetrics until gate closes, once entered is
+// signalled (when both are set).
+type gatedBackend struct {
+	fakeBackend
+	gate, entered chan struct{}
+}
+
+func (g *gatedBackend) LastMetrics(ctx context.Context, id string) ([]engine.Point, error) {
+	if g.gate != nil {
+		select {
+		case g.entered <- struct{}{}:
+		default:
+		}
+		<-g.gate
+	}
+	return g.fakeBackend.LastMetrics(ctx, id)
+}

@@ -101,9 +101,7 @@ func newHparamView(all []engine.ArchiveEntry, paramLog func(template, param stri
 	hv.scatter.onPick = func(id string) { hv.open(id) }
 	hv.parallel.onPick = func(id string) { hv.open(id) }
 	hv.paramSel = widget.NewSelect(hv.params, func(string) { hv.scatter.redraw() })
-	if len(hv.params) > 0 {
-		hv.paramSel.Selected = hv.params[0]
-	}
+	hv.paramSel.Selected = hv.mostVaried()
 	head := widget.NewLabel(hv.note)
 	head.Wrapping = fyne.TextWrapWord
 	head.Importance = widget.LowImportance
@@ -123,6 +121,22 @@ func newHparamView(all []engine.ArchiveEntry, paramLog func(template, param stri
 	return hv
 }
 
+// mostVaried is the parameter with the most distinct values among the
+// runs (the one a sweep went over), first in name order on a tie.
+func (hv *hparamView) mostVaried() string {
+	best, bestN := "", 0
+	for _, k := range hv.params {
+		seen := map[string]bool{}
+		for _, r := range hv.runs {
+			seen[formatParam(r.Params[k])] = true
+		}
+		if len(seen) > bestN {
+			best, bestN = k, len(seen)
+		}
+	}
+	return best
+}
+
 func (hv *hparamView) open(id string) {
 	if hv.onOpen != nil && id != "" {
 		hv.onOpen(id)
@@ -132,9 +146,15 @@ func (hv *hparamView) open(id string) {
 // pickRuns keeps the runs with an objective value, of the template most of
 // them have.
 func (hv *hparamView) pickRuns(all []engine.ArchiveEntry) {
+	// Runs that ended: a running run's best is only its best so far. A
+	// failed run stays (it says where the parameters stop working);
+	// cancelled ones did not get to say anything.
+	ended := func(r engine.ArchiveEntry) bool {
+		return r.HasBest && (r.State == engine.Succeeded || r.State == engine.Failed)
+	}
 	count := map[string]int{}
 	for _, r := range all {
-		if r.HasBest {
+		if ended(r) {
 			count[r.Template]++
 		}
 	}
@@ -146,7 +166,7 @@ func (hv *hparamView) pickRuns(all []engine.ArchiveEntry) {
 	}
 	hv.template = best
 	for _, r := range all {
-		if r.HasBest && r.Template == best {
+		if ended(r) && r.Template == best {
 			hv.runs = append(hv.runs, r)
 		}
 	}

@@ -158,9 +158,7 @@ func NewMainView(b Backend, win fyne.Window) *MainView {
 			v.refilter()
 			return
 		case it.run != nil:
-			v.mu.Lock()
-			v.selected = it.run.ID
-			v.mu.Unlock()
+			v.pick(it.run.ID)
 		}
 		v.updateExport()
 		v.requestReload()
@@ -218,8 +216,8 @@ func (v *MainView) Start(ctx context.Context) {
 
 // SelectRun shows the run with this ID in the detail pane.
 func (v *MainView) SelectRun(id string) {
+	v.pick(id)
 	v.mu.Lock()
-	v.selected = id
 	idx := -1
 	for i, r := range v.runs {
 		if r.ID == id {
@@ -241,6 +239,21 @@ func (v *MainView) SelectRun(id string) {
 	}
 	v.updateExport()
 	v.requestReload()
+}
+
+// pick makes id the selected run. Until it is read, the actions that
+// work on the selected run (Clone, Cancel) wait: they must never act on
+// the run shown before.
+func (v *MainView) pick(id string) {
+	v.mu.Lock()
+	changed := v.selected != id
+	v.selected = id
+	v.mu.Unlock()
+	if changed {
+		v.selInfo = nil
+		v.clone.Disable()
+		v.cancel.Disable()
+	}
 }
 
 // rowOf is the list row showing run id, or -1.
@@ -271,6 +284,8 @@ type snapshot struct {
 	anomalies []engine.AnomalyInfo
 	log       logView // the log pane's stage and text
 	failLine  string  // the failed stage's last error line
+	readID    string  // the run selected when the reload began
+	selErr    error   // why it could not be read
 	err       error
 }
 
@@ -283,7 +298,9 @@ func (v *MainView) Reload(ctx context.Context) {
 	sel := v.selected
 	v.mu.Unlock()
 	if sel != "" && s.err == nil {
+		s.readID = sel
 		r, err := v.backend.Run(ctx, sel)
+		s.selErr = err
 		if err == nil {
 			s.sel = &r
 			s.metrics, _ = v.backend.LastMetrics(ctx, sel)
@@ -308,17 +325,25 @@ func (v *MainView) apply(s snapshot) {
 	}
 	v.mu.Lock()
 	v.all = s.runs
-	gone := v.selected != "" && s.sel == nil
+	// Only the run this reload tried to read, and could not, is gone: the
+	// user may have picked another one while it read.
+	gone := s.readID != "" && s.readID == v.selected && s.selErr != nil && !listed(s.runs, s.readID)
 	if gone {
 		// The run was deleted (or cannot be read): nothing stays selected.
 		v.selected = ""
 	}
+	stale := !gone && s.readID != v.selected // another run was picked meanwhile
 	v.mu.Unlock()
 	if gone {
 		v.list.UnselectAll()
 		v.updateExport()
 	}
 	v.refilter()
+	v.status.SetText(summary(s.runs))
+	if stale {
+		v.requestReload() // the next reload reads the run now picked
+		return
+	}
 	v.selInfo = s.sel
 	if s.sel != nil {
 		v.clone.Enable()
@@ -340,6 +365,16 @@ func (v *MainView) apply(s snapshot) {
 		v.cancel.Disable()
 	}
 	v.status.SetText(summary(s.runs))
+}
+
+// listed reports whether a run is among runs.
+func listed(runs []engine.RunInfo, id string) bool {
+	for _, r := range runs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // stateFilters are the runs list's state choices; the first shows all.

@@ -75,8 +75,18 @@ HOME=$work/xdg "$NIUMA" >"$work/app.log" 2>&1 &
 pids+=($!)
 win=$(timeout 60 xdotool search --sync --name '^Niuma$' | head -1)
 [ -n "$win" ] || { echo "screenshots: the window did not open"; cat "$work/app.log"; exit 1; }
+sleep 2 # let it map and settle before it is moved
 
-size() { xdotool windowmove "$win" 0 0 windowsize "$win" "$1" "$2"; sleep 1.5; }
+# size sets the window's size and waits until it has it: a window that is
+# still mapping may put its own size back.
+size() {
+	for _ in $(seq 20); do
+		xdotool windowmove "$win" 0 0 windowsize "$win" "$1" "$2"
+		sleep 0.5
+		xdotool getwindowgeometry "$win" | grep -q "Geometry: $1x$2" && { sleep 1; return; }
+	done
+	echo "screenshots: the window did not take the size $1x$2"; exit 1
+}
 click() { xdotool mousemove --window "$win" "$1" "$2" click 1; sleep "${3:-0.8}"; }
 key() { xdotool key --window "$win" "$@"; sleep 0.8; }
 type_text() { xdotool type --window "$win" --delay 30 "$1"; sleep 0.8; }
@@ -109,9 +119,10 @@ key Return             # resources
 key Return             # review
 key Return             # launch
 echo "screenshots: the sweep is running; waiting for it to finish"
-for _ in $(seq 240); do
+for i in $(seq 300); do
 	n=$("$NIUMA" ls 2>/dev/null | grep -c ' succeeded ' || true)
 	[ "$n" -ge 6 ] && break
+	[ "$i" = 300 ] && { echo "screenshots: the sweep did not finish (the wizard's clicks may have missed: look at wizard-parameters.png)"; exit 1; }
 	sleep 1
 done
 

@@ -237,26 +237,21 @@ func (hv *hparamView) renderScatter(w, h int, scale float32, dark bool) (*image.
 		id   string
 	}
 	var pts []pt
-	var series []plot.Series
+	obj := hv.runs[0].Objective
+	dots := plot.Series{Name: obj, Slot: 1} // one series: a scatter ignores order, and no legend
 	for _, r := range hv.runs {
 		x, ok := hv.xOf(r, k)
 		if !ok {
 			continue
 		}
 		pts = append(pts, pt{x, r.Best, r.ID})
+		dots.X = append(dots.X, x)
+		dots.Y = append(dots.Y, r.Best)
 	}
-	for _, p := range pts {
-		series = append(series, plot.Series{X: []float64{p.x}, Y: []float64{p.y}, Slot: 1})
-	}
-	obj := hv.runs[0].Objective
 	opt := plot.Options{Title: obj + " against " + k, XLabel: k, YLabel: "best " + obj, Scatter: true,
 		LogX: hv.log[k], XCategories: hv.choices[k], Width: float64(w) / float64(scale), Height: float64(h) / float64(scale),
 		DPI: 72 * float64(scale), Dark: dark}
-	// One series per point keeps the legend away: name them all alike.
-	for i := range series {
-		series[i].Name = obj
-	}
-	img, fr, err := plot.RenderImage([]plot.Series{mergeScatter(series)}, opt)
+	img, fr, err := plot.RenderImage([]plot.Series{dots}, opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -274,17 +269,6 @@ func (hv *hparamView) renderScatter(w, h int, scale float32, dark bool) (*image.
 		return best
 	}
 	return img, hit, nil
-}
-
-// mergeScatter puts points into one series (a scatter ignores order).
-func mergeScatter(ss []plot.Series) plot.Series {
-	out := plot.Series{Slot: 1}
-	for _, s := range ss {
-		out.Name = s.Name
-		out.X = append(out.X, s.X...)
-		out.Y = append(out.Y, s.Y...)
-	}
-	return out
 }
 
 func (hv *hparamView) renderParallel(w, h int, scale float32, dark bool) (*image.RGBA, func(px, py float64) string, error) {

@@ -25,6 +25,7 @@ type note struct {
 	runID       string
 	at          time.Time
 	bad         bool // a failure or trouble: drawn in the danger colour
+	quiet       bool // for the bell's list only: no toast, nothing on the desktop
 }
 
 // noteFor is what the window says about an engine event, or false when
@@ -48,7 +49,14 @@ func noteFor(ev engine.Event) (note, bool) {
 		if ev.Stage != "" {
 			where += "/" + ev.Stage
 		}
-		return note{title: "Trouble in " + where, body: ev.Reason, runID: ev.RunID, at: at, bad: true}, true
+		// An info (a plateau, what the engine did about an anomaly) is
+		// kept under the bell without interrupting anyone.
+		info := ev.Severity == "info"
+		title := "Trouble in " + where
+		if info {
+			title = "Note on " + where
+		}
+		return note{title: title, body: ev.Reason, runID: ev.RunID, at: at, bad: !info, quiet: info}, true
 	}
 	return note{}, false
 }
@@ -56,7 +64,7 @@ func noteFor(ev engine.Event) (note, bool) {
 // notification is the desktop's version of an event's note, or nil.
 func notification(ev engine.Event) *fyne.Notification {
 	n, ok := noteFor(ev)
-	if !ok {
+	if !ok || n.quiet {
 		return nil
 	}
 	return fyne.NewNotification(n.title, n.body)
@@ -116,6 +124,11 @@ func (n *notices) add(nt note) {
 		n.list = n.list[:maxNotes]
 	}
 	n.unread++
+	if nt.quiet {
+		n.mu.Unlock()
+		n.refreshBell()
+		return
+	}
 	n.shown++
 	id := n.shown
 	n.mu.Unlock()

@@ -61,24 +61,29 @@ clean:
 	rm -rf bin
 	$(GO) clean -testcache
 
-# A desktop install for you (no root): `fyne package` builds the app from
-# FyneApp.toml (name, ID, icon, version) into a Linux bundle, whose binary,
-# .desktop entry and icon go under $(PREFIX); the entry's Exec points at
-# the installed binary, so the menu opens it. `make uninstall` removes them.
+# A desktop install for you (no root): `fyne package` bundles the binary
+# `make build` made (the same flags as every build; fyne's own release build
+# binds NVML's symbols eagerly and does not start on a machine without the
+# driver) with FyneApp.toml's name, ID, icon and version into a Linux
+# bundle, whose binary, .desktop entry and icon go under $(PREFIX); the
+# entry's Exec points at the installed binary, so the menu opens it.
+# fyne package rewrites FyneApp.toml (it counts builds): it is put back.
+# `make uninstall` removes what install wrote.
 PREFIX    ?= $(HOME)/.local
 APP_ID    := io.niuma.app
 FYNE_TOOL ?= fyne.io/tools/cmd/fyne@v1.7.4
 FYNE      ?= $(shell command -v fyne 2>/dev/null || echo $$($(GO) env GOPATH)/bin/fyne)
 DESKTOP   := $(PREFIX)/share/applications/$(APP_ID).desktop
-ICON      := $(PREFIX)/share/icons/hicolor/256x256/apps/$(APP_ID).png
+ICON      := $(PREFIX)/share/icons/hicolor/512x512/apps/$(APP_ID).png
 
 fyne-tool:
 	@if [ ! -x "$(FYNE)" ]; then echo "make install: installing the fyne packaging tool ($(FYNE_TOOL))"; $(GO) install $(FYNE_TOOL); fi
 
-install: deps fyne-tool
-	@tmp=$$(mktemp -d /tmp/niuma-package.XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
-	echo "make install: fyne package (FyneApp.toml) — compiles the app, a minute or more the first time"; \
-	"$(FYNE)" package --os linux --release --name Niuma --app-id $(APP_ID) --icon assets/icon.png >"$$tmp/package.log" 2>&1 || { cat "$$tmp/package.log"; exit 1; }; \
+install: build fyne-tool
+	@tmp=$$(mktemp -d /tmp/niuma-package.XXXXXX); cp FyneApp.toml "$$tmp/FyneApp.toml"; \
+	trap 'cp "$$tmp/FyneApp.toml" FyneApp.toml; rm -rf "$$tmp"' EXIT; \
+	echo "make install: fyne package (FyneApp.toml) of $(BIN)"; \
+	"$(FYNE)" package --os linux --executable $(BIN) --name Niuma --app-id $(APP_ID) --icon assets/icon.png >"$$tmp/package.log" 2>&1 || { cat "$$tmp/package.log"; exit 1; }; \
 	tar -C "$$tmp" -xf Niuma.tar.xz && rm -f Niuma.tar.xz; \
 	bin=$$(find "$$tmp" -path '*/bin/*' -type f | head -1); desk=$$(find "$$tmp" -name '*.desktop' | head -1); \
 	[ -n "$$bin" ] && [ -n "$$desk" ] || { echo "make install: fyne package made no binary or .desktop file"; exit 1; }; \

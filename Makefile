@@ -22,7 +22,7 @@ APT_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxran
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: deps build run test bench lint fuzz clean demo-image screenshots
+.PHONY: deps build run test bench lint fuzz clean demo-image screenshots install uninstall fyne-tool
 
 deps:
 	@command -v $(GO) >/dev/null || { echo "make deps: Go 1.26 or newer is needed (https://go.dev/dl); install it and retry"; exit 1; }
@@ -78,6 +78,45 @@ screenshots: deps
 clean:
 	rm -rf bin
 	$(GO) clean -testcache
+
+# A desktop install for you (no root): `fyne package` bundles the binary
+# `make build` made (the same flags as every build; fyne's own release build
+# binds NVML's symbols eagerly and does not start on a machine without the
+# driver) with FyneApp.toml's name, ID, icon and version into a Linux
+# bundle, whose binary, .desktop entry and icon go under $(PREFIX); the
+# entry's Exec points at the installed binary, so the menu opens it.
+# fyne package rewrites FyneApp.toml (it counts builds): it is put back.
+# `make uninstall` removes what install wrote.
+PREFIX    ?= $(HOME)/.local
+APP_ID    := io.niuma.app
+FYNE_TOOL ?= fyne.io/tools/cmd/fyne@v1.7.4
+FYNE      ?= $(shell command -v fyne 2>/dev/null || echo $$($(GO) env GOPATH)/bin/fyne)
+DESKTOP   := $(PREFIX)/share/applications/$(APP_ID).desktop
+ICON      := $(PREFIX)/share/icons/hicolor/512x512/apps/$(APP_ID).png
+
+fyne-tool:
+	@if [ ! -x "$(FYNE)" ]; then echo "make install: installing the fyne packaging tool ($(FYNE_TOOL))"; $(GO) install $(FYNE_TOOL); fi
+
+install: build fyne-tool
+	@tmp=$$(mktemp -d /tmp/niuma-package.XXXXXX); cp FyneApp.toml "$$tmp/FyneApp.toml"; \
+	trap 'cp "$$tmp/FyneApp.toml" FyneApp.toml; rm -rf "$$tmp"' EXIT; \
+	echo "make install: fyne package (FyneApp.toml) of $(BIN)"; \
+	"$(FYNE)" package --os linux --executable $(BIN) --name Niuma --app-id $(APP_ID) --icon assets/icon.png >"$$tmp/package.log" 2>&1 || { cat "$$tmp/package.log"; exit 1; }; \
+	tar -C "$$tmp" -xf Niuma.tar.xz && rm -f Niuma.tar.xz; \
+	bin=$$(find "$$tmp" -path '*/bin/*' -type f | head -1); desk=$$(find "$$tmp" -name '*.desktop' | head -1); \
+	[ -n "$$bin" ] && [ -n "$$desk" ] || { echo "make install: fyne package made no binary or .desktop file"; exit 1; }; \
+	install -D -m 755 "$$bin" "$(PREFIX)/bin/niuma"; \
+	install -D -m 644 assets/icon.png "$(ICON)"; \
+	mkdir -p "$(dir $(DESKTOP))"; \
+	sed -e 's|^Exec=.*|Exec=$(PREFIX)/bin/niuma|' -e 's|^Icon=.*|Icon=$(APP_ID)|' "$$desk" > "$(DESKTOP)"; \
+	command -v update-desktop-database >/dev/null && update-desktop-database -q "$(dir $(DESKTOP))" || true; \
+	echo "make install: installed $(PREFIX)/bin/niuma, $(DESKTOP) and $(ICON)"; \
+	case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "make install: add $(PREFIX)/bin to your PATH to run niuma from a terminal";; esac
+
+uninstall:
+	rm -f "$(PREFIX)/bin/niuma" "$(DESKTOP)" "$(ICON)"
+	@command -v update-desktop-database >/dev/null && update-desktop-database -q "$(dir $(DESKTOP))" || true
+	@echo "make uninstall: removed niuma, its menu entry and icon from $(PREFIX) (your runs in \$$NIUMA_HOME stay)"
 
 # The digits-mlp demo's container image, built without any registry: a
 # minimal Debian rootfs (debootstrap) with the demo's PyTorch and

@@ -111,8 +111,11 @@ func open(logOut io.Writer) (*stack, error) {
 	// ($NIUMA_SIMULATE_GPUS) and no real one is present; else none, with
 	// the reason. The sampler is the one picture the engine, the board
 	// and the sentinel read.
+	// Local stages are traced through their process groups, which the
+	// engine reports to the same resolver as it starts and adopts them.
+	owners := gpumon.NewOwners(labeler)
 	gpus, err := gpumon.Open(context.Background(), gpumon.Config{
-		NVML: gpumon.NVMLOptions{Owners: gpumon.NewOwners(labeler), Logger: logger}})
+		NVML: gpumon.NVMLOptions{Owners: owners, Logger: logger}})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -136,6 +139,7 @@ func open(logOut io.Writer) (*stack, error) {
 		Executors: execs,
 		GPUs:      sampler,
 		Logger:    logger,
+		Owners:    owners,
 	})
 	if err != nil {
 		gpus.Close()

@@ -12,15 +12,10 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"niuma/assets"
-	"niuma/engine"
 	"niuma/engine/executor/docker"
 	"niuma/engine/template"
 	"niuma/ui"
 )
-
-// demoTemplate is what the window's "New run" launches until the wizard
-// lands.
-const demoTemplate = "digits-mlp"
 
 // runWindow opens the desktop window over the same engine the CLI uses.
 // Closing it leaves running attempts alone and hands unfinished runs to a
@@ -36,18 +31,14 @@ func runWindow(stderr io.Writer) int {
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon()))
 	a.Settings().SetTheme(ui.NewTheme())
 	w := a.NewWindow("Niuma")
-	launch := ui.Launcher{Name: demoTemplate, Spec: func() (engine.RunSpec, error) {
-		t, err := loadTemplate(s.home, demoTemplate)
-		if err != nil {
-			return engine.RunSpec{}, err
-		}
-		return engine.RunSpec{Template: t}, nil
-	}}
-	view := ui.NewMainView(s.engine, launch, w)
+	view := ui.NewMainView(s.engine, w)
 	view.SetReportExporter(s.reportExporter())
 	shell := ui.NewShell(s.engine, view, ui.Options{
-		Templates:   func() ([]ui.TemplateEntry, error) { return templateEntries(s.home), nil },
-		TemplateDir: userTemplateDir(s.home),
+		Templates:            func() ([]ui.TemplateEntry, error) { return templateEntries(s.home), nil },
+		TemplateDir:          userTemplateDir(s.home),
+		DesktopNotifications: sessionBus,
+		GPUHistory:           s.sampler.History,
+		ProcessInfo:          processInfo,
 	}, w)
 	w.SetContent(shell.Content())
 	w.Resize(windowSize(a))

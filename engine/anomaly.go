@@ -168,7 +168,7 @@ func (e *Engine) recordAnomaly(ctx context.Context, a sentinel.Anomaly) {
 	if _, err := e.store.AddEvent(ctx, ev); err != nil {
 		e.log.Warn("store anomaly", "kind", a.Kind, "run", a.Run, "err", err)
 	}
-	e.events.Publish(Event{Kind: AnomalyRaised, RunID: a.Run, Stage: a.Stage, Reason: a.Message, At: a.At})
+	e.events.Publish(Event{Kind: AnomalyRaised, RunID: a.Run, Stage: a.Stage, Reason: a.Message, Severity: string(a.Severity), At: a.At})
 }
 
 // act applies the template's answer to an anomaly of a running attempt:
@@ -244,7 +244,7 @@ func (e *Engine) recordNote(ctx context.Context, lr *liveRun, ls *liveStage, kin
 	if _, err := e.store.AddEvent(ctx, ev); err != nil {
 		e.log.Warn("store action", "run", lr.run.ID, "err", err)
 	}
-	e.events.Publish(Event{Kind: AnomalyRaised, RunID: lr.run.ID, Stage: ls.st.Name, Reason: msg})
+	e.events.Publish(Event{Kind: AnomalyRaised, RunID: lr.run.ID, Stage: ls.st.Name, Reason: msg, Severity: "info"})
 }
 
 // setValues changes a run's parameters (a sentinel retry): storage,

@@ -8,6 +8,7 @@ import (
 
 	"niuma/engine/executor"
 	"niuma/engine/template"
+	"niuma/gpumon"
 	"niuma/metrics"
 	"niuma/storage"
 )
@@ -41,6 +42,10 @@ func (e *Engine) launch(ctx context.Context, x executor.Executor, job executor.J
 // running for the next owner to adopt, which reads its metrics on from the
 // cursors stored with them.
 func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job, timeoutSec int64, elapsed time.Duration) {
+	if g, ok := h.(processGroup); ok && e.opts.Owners != nil {
+		e.opts.Owners.TrackGroup(g.ProcessGroup(), gpumon.Owner{RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt})
+		defer e.opts.Owners.UntrackGroup(g.ProcessGroup())
+	}
 	c := e.collector(ctx, job, elapsed)
 	if err := c.Start(ctx); err != nil {
 		e.log.Warn("follow the stage's metrics", "run", job.RunID, "stage", job.Stage, "err", err)

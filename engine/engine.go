@@ -42,7 +42,22 @@ type Options struct {
 	Logger       *slog.Logger
 	// Policy places stages on GPUs. Default (zero value): the shepherd's herd.
 	Policy shepherd.Policy
+	// Owners, when set, is told which process group runs which attempt
+	// (for handles that have one: local stages), so that a GPU process of
+	// a local stage is shown as its run's, not as another process.
+	// gpumon.Owners satisfies it.
+	Owners GroupTracker
 }
+
+// GroupTracker learns which process group belongs to which attempt.
+type GroupTracker interface {
+	TrackGroup(pgid int, o gpumon.Owner)
+	UntrackGroup(pgid int)
+}
+
+// processGroup is implemented by handles whose attempt runs in a process
+// group of its own (the local executor's).
+type processGroup interface{ ProcessGroup() int }
 
 // Engine runs experiments. Create it with New, then call Drive in a goroutine
 // to make this process the owner of the data directory when it can; every
@@ -206,13 +221,15 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		ID: id, Template: t.Name, TemplateVersion: t.Version, TemplateSource: t.Source,
 		TemplateYAML: string(t.YAML), CodeDir: t.Dir, Params: string(params), Seed: seed,
 		Priority: spec.Priority, Executor: exName, State: storage.RunQueued, Dir: dir, CreatedAt: now,
-		Fingerprint: prov.Fingerprint,
+		Fingerprint: prov.Fingerprint, Sweep: spec.Sweep,
 	}
 	var stages []storage.Stage
 	for i, name := range t.Order() {
 		st, _ := t.Stage(name)
+		// Validate checked the values these come from.
+		gpus, mem, _ := t.NeedsOf(st, values)
 		s := storage.Stage{
-			RunID: id, Name: name, Position: i, Needs: st.Needs, GPUs: st.GPUs, GPUMemoryMiB: st.GPUMemoryMiB,
+			RunID: id, Name: name, Position: i, Needs: st.Needs, GPUs: gpus, GPUMemoryMiB: mem,
 			Retries: st.Retries, TimeoutSec: int64(st.Timeout / time.Second), State: storage.StageQueued,
 		}
 		if len(st.Needs) > 0 {
@@ -433,4 +450,20 @@ func sortRuns(runs map[string]*liveRun) []*liveRun {
 		return a.ID < b.ID
 	})
 	return out
+}
+
+// AttemptSeries returns one metric of one stage of a run from every
+// attempt that reported it, ordered by attempt and step (Point.Attempt
+// tells them apart): the run view draws a diverged first attempt under
+// its retry.
+func (e *Engine) AttemptSeries(ctx context.Context, runID, stage, key string) ([]Point, error) {
+	pts, err := e.store.MetricSeriesAllAttempts(ctx, runID, stage, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Point, len(pts))
+	for i, p := range pts {
+		out[i] = pointFrom(p)
+	}
+	return out, nil
 }

@@ -29,8 +29,10 @@ type Event struct {
 	Stage  string
 	State  State
 	Reason string
-	Points []Point
-	At     time.Time
+	// Severity is an anomaly's: "info", "warning" or "critical".
+	Severity string
+	Points   []Point
+	At       time.Time
 }
 
 // Broker fans events out to subscribers without ever blocking the

@@ -22,7 +22,14 @@ type RunSpec struct {
 	Seed     int64           // 0 = derived from the run's other inputs (see Engine.Provenance)
 	Priority int
 	Executor string // "" = the template's runtime kind
+	// Sweep groups the runs of one launch (a sweep's points): they share
+	// it, from NewSweepID. "" for a run launched alone.
+	Sweep string
 }
+
+// NewSweepID returns an id for the runs of one sweep, sorting by time like
+// run IDs ("s20261129-175700-3f2a").
+func NewSweepID(now time.Time) string { return "s" + newRunID(now) }
 
 // newRunID returns an ID that sorts by creation time and is unique enough
 // to type a short prefix of.

@@ -42,6 +42,8 @@ type RunInfo struct {
 	StartedAt       time.Time      `json:"started_at,omitzero"`
 	FinishedAt      time.Time      `json:"finished_at,omitzero"`
 	Stages          []StageInfo    `json:"stages"`
+	// Sweep is shared by the runs one sweep launched ("" for a single run).
+	Sweep string `json:"sweep,omitempty"`
 	// ExecutorNote, set by Submit only, says what the user should know
 	// about where the run goes: that it waits for its image or Docker (and
 	// how to get them), or what a run on the host goes without.
@@ -124,7 +126,7 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 		Params: params, Seed: r.Seed, Priority: r.Priority, Executor: r.Executor,
 		State: State(r.State), Error: r.Error, CancelRequested: r.CancelRequested,
 		Fingerprint: r.Fingerprint, Dir: r.Dir,
-		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Sweep: r.Sweep,
 	}
 	for _, s := range stages {
 		si := StageInfo{

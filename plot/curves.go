@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"sort"
 	"strings"
+	"time"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -46,6 +48,17 @@ const (
 type Series struct {
 	Name string
 	X, Y []float64
+
+	// Slot picks the palette colour: 0 follows the series' index, k > 0
+	// is colour k-1, so that several series (an attempt and its smoothed
+	// curve) can share one colour. Color, when set, overrides both.
+	Slot  int
+	Color color.Color
+	// Dashed draws the line dashed: an earlier attempt of a stage.
+	Dashed bool
+	// Faint draws the line thin and translucent behind the others (the
+	// raw values under a smoothed curve) and leaves it out of the legend.
+	Faint bool
 }
 
 // Options controls a chart's look. The zero value is a usable light chart
@@ -81,7 +94,47 @@ type Options struct {
 	// with LTTB. Zero means DefaultMaxPoints, a negative value disables
 	// downsampling, and 1 or 2 are raised to 3.
 	MaxPoints int
+
+	// View, when it has XMax > XMin, shows only that X range (a zoom): the
+	// series are cut to it before downsampling, so a zoomed chart shows
+	// the detail of the range. With YMax > YMin it fixes the Y range too;
+	// otherwise Y fits the points in view.
+	View Range
+
+	// XTicks says how X tick labels read: numbers (the default), durations
+	// in seconds ("1m30s", for time since the start) or clock times (X in
+	// Unix seconds, shown in Location, UTC when nil).
+	XTicks   TickKind
+	Location *time.Location
+
+	// XCategories, when set, labels X at 0, 1, 2… with these names (a
+	// choice parameter on a scatter's X axis).
+	XCategories []string
+
+	// MarkNonFinite draws a red mark at the top of the plot area at each
+	// X whose Y is NaN or ±Inf, so that a loss that blew up is seen where
+	// it did instead of silently ending the line.
+	MarkNonFinite bool
 }
+
+// Range is a rectangle of data coordinates; a zero axis means "fit".
+type Range struct{ XMin, XMax, YMin, YMax float64 }
+
+// HasX reports whether the range fixes X.
+func (r Range) HasX() bool { return r.XMax > r.XMin }
+
+// HasY reports whether the range fixes Y.
+func (r Range) HasY() bool { return r.YMax > r.YMin }
+
+// TickKind is how an axis labels its ticks.
+type TickKind int
+
+// The kinds of X tick labels.
+const (
+	TickNumber   TickKind = iota // 0, 20k, 1.5M
+	TickDuration                 // 0s, 30s, 1m30s, 2h
+	TickClock                    // 14:05, 14:05:30, Jan 2 14:05
+)
 
 // Render draws series as line charts and returns the encoded image. format is
 // "png" or "svg" (case-insensitive); anything else is an error.
@@ -166,18 +219,33 @@ type curve struct {
 	name  string
 	style draw.LineStyle
 	xys   plotter.XYs
+	faint bool
+	bad   []float64 // X of the points whose Y is NaN or ±Inf (MarkNonFinite)
 }
 
-// prepare drops undrawable points, downsamples and assigns each series its
-// style. Styles follow the series' index, so a series keeps its colour even
-// when an earlier one has no data.
+// prepare drops undrawable points, cuts each series to the view, downsamples
+// and assigns each series its style. Styles follow the series' index (or
+// Slot), so a series keeps its colour even when an earlier one has no data.
 func prepare(series []Series, opt Options, th theme) []curve {
 	keep := func(x, y float64) bool {
 		return isFinite(x) && isFinite(y) && (!opt.LogY || y > 0) && (!opt.LogX || x > 0)
 	}
 	curves := make([]curve, len(series))
 	for i, s := range series {
-		xs, ys := keepPoints(s.X, s.Y, keep)
+		sx, sy := s.X, s.Y
+		if n := min(len(sx), len(sy)); opt.View.HasX() && n > 0 {
+			lo, hi := viewSlice(sx[:n], opt.View.XMin, opt.View.XMax)
+			sx, sy = sx[lo:hi], sy[lo:hi]
+		}
+		var bad []float64
+		if opt.MarkNonFinite {
+			for j := range min(len(sx), len(sy)) {
+				if isFinite(sx[j]) && !isFinite(sy[j]) {
+					bad = append(bad, sx[j])
+				}
+			}
+		}
+		xs, ys := keepPoints(sx, sy, keep)
 		if opt.MaxPoints > 0 {
 			xs, ys = LTTB(xs, ys, opt.MaxPoints)
 		}
@@ -190,13 +258,44 @@ func prepare(series []Series, opt Options, th theme) []curve {
 			name = fmt.Sprintf("series %d", i+1)
 		}
 		n := len(th.palette)
-		style := draw.LineStyle{Color: th.palette[i%n], Width: vg.Points(1.25)}
-		for _, d := range dashCycles[(i/n)%len(dashCycles)] {
+		slot := i
+		if s.Slot > 0 {
+			slot = s.Slot - 1
+		}
+		var col color.Color = th.palette[slot%n]
+		if s.Color != nil {
+			col = s.Color
+		}
+		style := draw.LineStyle{Color: col, Width: vg.Points(1.25)}
+		dashes := dashCycles[(slot/n)%len(dashCycles)]
+		if s.Dashed {
+			dashes = []float64{5, 3}
+		}
+		for _, d := range dashes {
 			style.Dashes = append(style.Dashes, vg.Points(d))
 		}
-		curves[i] = curve{name: name, style: style, xys: xys}
+		if s.Faint {
+			style.Color = faded(col, 0x50)
+			style.Width = vg.Points(1)
+		}
+		curves[i] = curve{name: name, style: style, xys: xys, faint: s.Faint, bad: bad}
 	}
 	return curves
+}
+
+// viewSlice is the index range of xs (sorted ascending) that covers
+// [lo, hi], with one point beyond each end so that lines run to the edges.
+func viewSlice(xs []float64, lo, hi float64) (int, int) {
+	a := sort.SearchFloat64s(xs, lo)
+	b := sort.Search(len(xs), func(i int) bool { return xs[i] > hi })
+	return max(0, a-1), min(len(xs), b+1)
+}
+
+// faded is c with alpha a (colours are drawn non-premultiplied).
+func faded(c color.Color, a uint8) color.Color {
+	n := color.NRGBAModel.Convert(c).(color.NRGBA)
+	n.A = a
+	return n
 }
 
 func build(series []Series, opt Options, th theme) *gplot.Plot {
@@ -207,9 +306,21 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, c := range curves {
 		for _, pt := range c.xys {
+			if opt.View.HasX() && (pt.X < opt.View.XMin || pt.X > opt.View.XMax) {
+				continue // the point beyond the edge that lines run to
+			}
 			xmin, xmax = math.Min(xmin, pt.X), math.Max(xmax, pt.X)
 			ymin, ymax = math.Min(ymin, pt.Y), math.Max(ymax, pt.Y)
 		}
+		// A value that blew up is part of the story: keep its X in range.
+		for _, x := range c.bad {
+			if xmin <= xmax && (!opt.View.HasX() || (x >= opt.View.XMin && x <= opt.View.XMax)) {
+				xmin, xmax = math.Min(xmin, x), math.Max(xmax, x)
+			}
+		}
+	}
+	if xmin > xmax && opt.View.HasX() && opt.View.HasY() {
+		xmin, xmax, ymin, ymax = opt.View.XMin, opt.View.XMax, opt.View.YMin, opt.View.YMax
 	}
 	if xmin > xmax { // nothing drawable
 		noData(p, opt, th)
@@ -219,6 +330,12 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 	xTarget := clamp(int(math.Round(opt.Width/110)), 3, 10)
 	yTarget := clamp(int(math.Round(opt.Height/70)), 3, 8)
 	p.X.Tick.Marker = linearTicks{target: xTarget}
+	switch opt.XTicks {
+	case TickDuration:
+		p.X.Tick.Marker = durationTicks{target: xTarget}
+	case TickClock:
+		p.X.Tick.Marker = clockTicks{target: xTarget, loc: opt.Location}
+	}
 	p.Y.Tick.Marker = linearTicks{target: yTarget}
 	if opt.LogY {
 		p.Y.Scale = gplot.LogScale{}
@@ -228,13 +345,34 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 		p.X.Scale = gplot.LogScale{}
 		p.X.Tick.Marker = logTicks{target: xTarget}
 	}
+	if len(opt.XCategories) > 0 {
+		ticks := make([]gplot.Tick, len(opt.XCategories))
+		for i, c := range opt.XCategories {
+			ticks[i] = gplot.Tick{Value: float64(i), Label: c}
+		}
+		p.X.Tick.Marker = gplot.ConstantTicks(ticks)
+		xmin, xmax = math.Min(xmin, 0), math.Max(xmax, float64(len(ticks)-1))
+	}
 
 	grid := plotter.NewGrid()
 	grid.Vertical = draw.LineStyle{Color: th.grid, Width: vg.Points(0.75)}
 	grid.Horizontal = grid.Vertical
 	p.Add(grid)
 
-	for _, c := range curves {
+	// Faint curves first, so that the others are drawn over them.
+	order := make([]int, 0, len(curves))
+	for i, c := range curves {
+		if c.faint {
+			order = append(order, i)
+		}
+	}
+	for i, c := range curves {
+		if !c.faint {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		c := curves[i]
 		switch n := len(c.xys); {
 		case n == 0:
 		case n == 1 || opt.Scatter: // a one-point line is invisible: draw a dot
@@ -242,17 +380,33 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 			s.GlyphStyle = draw.GlyphStyle{Color: c.style.Color, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 			p.Add(s)
 		default:
-			p.Add(&plotter.Line{XYs: c.xys, LineStyle: c.style})
+			p.Add(chunkedLine{xys: c.xys, style: c.style})
 		}
 	}
 
-	if len(curves) > 1 {
-		p.Add(newLegend(curves, th))
+	var marks []float64
+	for _, c := range curves {
+		marks = append(marks, c.bad...)
+	}
+	if len(marks) > 0 {
+		p.Add(nonFiniteMarks{xs: marks, color: th.palette[3]})
+	}
+
+	var shown []curve
+	for _, c := range curves {
+		if !c.faint {
+			shown = append(shown, c)
+		}
+	}
+	if len(shown) > 1 {
+		p.Add(newLegend(shown, th))
 	}
 
 	// Set the ranges last: Add widens them to the data, we add margins.
 	p.X.Min, p.X.Max = xmin, xmax
 	switch {
+	case opt.View.HasX():
+		p.X.Min, p.X.Max = opt.View.XMin, opt.View.XMax
 	case opt.LogX || opt.Scatter:
 		// Dots at the very edge would be cut in half: pad like Y.
 		p.X.Min, p.X.Max = paddedRange(xmin, xmax, opt.LogX)
@@ -260,7 +414,59 @@ func build(series []Series, opt Options, th theme) *gplot.Plot {
 		p.X.Min, p.X.Max = xmin-1, xmax+1
 	}
 	p.Y.Min, p.Y.Max = paddedRange(ymin, ymax, opt.LogY)
+	if opt.View.HasY() && (!opt.LogY || opt.View.YMin > 0) {
+		p.Y.Min, p.Y.Max = opt.View.YMin, opt.View.YMax
+	}
 	return p
+}
+
+// chunkedLine strokes a polyline in pieces of lineChunk points. The
+// rasteriser behind PNG output (freetype's) looks cells up by a linear
+// scan per row, so one long noisy path costs time quadratic in how much
+// of the row it covers: a zoomed-in training curve took seconds as one
+// path and takes milliseconds in pieces. SVG output is the same either way.
+type chunkedLine struct {
+	xys   plotter.XYs
+	style draw.LineStyle
+}
+
+const lineChunk = 16
+
+func (l chunkedLine) Plot(c draw.Canvas, plt *gplot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	pts := make([]vg.Point, len(l.xys))
+	for i, p := range l.xys {
+		pts[i] = vg.Point{X: trX(p.X), Y: trY(p.Y)}
+	}
+	for start := 0; start < len(pts)-1; start += lineChunk {
+		end := min(len(pts), start+lineChunk+1) // overlap one point: no gaps
+		c.StrokeLines(l.style, c.ClipLinesXY(pts[start:end])...)
+	}
+}
+
+// nonFiniteMarks draws a small red triangle pointing down at the top edge
+// of the plot area at each X where a series' value was NaN or ±Inf.
+type nonFiniteMarks struct {
+	xs    []float64
+	color color.Color
+}
+
+func (m nonFiniteMarks) Plot(c draw.Canvas, plt *gplot.Plot) {
+	trX, _ := plt.Transforms(&c)
+	r := vg.Points(4)
+	c.SetColor(m.color)
+	for _, x := range m.xs {
+		if x < plt.X.Min || x > plt.X.Max {
+			continue
+		}
+		px := trX(x)
+		var path vg.Path
+		path.Move(vg.Point{X: px - r, Y: c.Max.Y})
+		path.Line(vg.Point{X: px + r, Y: c.Max.Y})
+		path.Line(vg.Point{X: px, Y: c.Max.Y - 1.6*r})
+		path.Close()
+		c.Fill(path)
+	}
 }
 
 // paddedRange adds 5% head room above and below the data (in log space for a

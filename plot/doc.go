@@ -27,6 +27,22 @@
 // SVG output is sized in points and names the Liberation Sans font without
 // embedding it; viewers without it fall back to a similar sans-serif.
 //
+// # Interactive charts
+//
+// [RenderImage] draws the same chart straight into an image and returns
+// its [Frame]: where the plot area landed and which data ranges its axes
+// show, so that a window maps the pointer to data (hover values, a zoom
+// box, a click on a dot) without reading pixels back. Options.View zooms
+// (a series is cut to the range before it is downsampled, so the detail
+// of the range shows); Series.Faint draws raw values thin behind their
+// smoothed copy ([EMA], TensorBoard's de-biased moving average),
+// Series.Dashed an earlier attempt, Series.Slot shares a colour;
+// Options.XTicks labels X as durations or clock times; MarkNonFinite puts
+// a red mark where a value was NaN or ±Inf. [Nearest] finds the point
+// under the pointer by binary search. [RenderParallel] draws parallel
+// coordinates (one axis per parameter, log or categorical, lines coloured
+// from worst to best) with what a click needs to find a line.
+//
 // # Downsampling
 //
 // A series longer than Options.MaxPoints (default 2000) is reduced with

@@ -158,9 +158,21 @@ func (s *Sentinel) plateauAnomaly(st *stream, p Point, m float64) Anomaly {
 	ev := Evidence{FromStep: st.bestStep, ToStep: p.Step, Steps: []int64{st.bestStep, p.Step},
 		Values: []Num{Num(st.best), Num(m)},
 		Stats:  map[string]Num{"patience": Num(s.cfg.PlateauPatience), "min_delta": Num(s.cfg.PlateauMinDelta)}}
-	return s.metricAnomaly(Plateau, Info, p, ev, fmt.Sprintf(
-		"%s has not improved by %.0f%% since step %d (best %s, now %s, over %d points).",
-		p.Key, 100*s.cfg.PlateauMinDelta, st.bestStep, g4(st.best), g4(m), s.cfg.PlateauPatience))
+	// The reference is the median where the objective last made real
+	// progress, not its best: say what it did since, in its own direction.
+	gain := (m - st.best) / math.Abs(st.best)
+	if !st.maximize {
+		gain = -gain
+	}
+	var msg string
+	if gain > 0 && !math.IsInf(gain, 0) {
+		msg = fmt.Sprintf("%s gained only %.2g%% over the %d points since step %d (median %s then, %s now): under the %.0f%% that counts as progress.",
+			p.Key, 100*gain, s.cfg.PlateauPatience, st.bestStep, g4(st.best), g4(m), 100*s.cfg.PlateauMinDelta)
+	} else {
+		msg = fmt.Sprintf("%s has not improved over the %d points since step %d (median %s then, %s now).",
+			p.Key, s.cfg.PlateauPatience, st.bestStep, g4(st.best), g4(m))
+	}
+	return s.metricAnomaly(Plateau, Info, p, ev, msg)
 }
 
 func (s *Sentinel) hangAnomaly(k attemptKey, at *attemptState, now time.Time, quiet, limit time.Duration) Anomaly {

@@ -14,7 +14,7 @@ import (
 
 const runColumns = `id, template, template_version, template_source, template_yaml, params,
 	seed, priority, executor, state, error, cancel_requested, fingerprint, dir, code_dir,
-	created_ns, started_ns, finished_ns`
+	created_ns, started_ns, finished_ns, sweep`
 
 // CreateRun writes a run and all its stages in one transaction: either all
 // of them are stored or none is. A zero CreatedAt is set to now, an empty
@@ -33,10 +33,10 @@ func (db *DB) CreateRun(ctx context.Context, r Run, stages []Stage) error {
 	defer rollback(tx)
 
 	if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Template, r.TemplateVersion, r.TemplateSource, r.TemplateYAML, r.Params,
 		r.Seed, r.Priority, r.Executor, string(r.State), r.Error, boolArg(r.CancelRequested),
-		r.Fingerprint, r.Dir, r.CodeDir, r.CreatedAt.UnixNano(), timeArg(r.StartedAt), timeArg(r.FinishedAt),
+		r.Fingerprint, r.Dir, r.CodeDir, r.CreatedAt.UnixNano(), timeArg(r.StartedAt), timeArg(r.FinishedAt), r.Sweep,
 	); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -89,7 +89,7 @@ func scanRun(sc rowScanner) (Run, error) {
 	)
 	err := sc.Scan(&r.ID, &r.Template, &r.TemplateVersion, &r.TemplateSource, &r.TemplateYAML, &r.Params,
 		&r.Seed, &r.Priority, &r.Executor, &state, &r.Error, &cancel, &r.Fingerprint, &r.Dir, &r.CodeDir,
-		&created, &started, &finished)
+		&created, &started, &finished, &r.Sweep)
 	if err != nil {
 		return Run{}, err
 	}

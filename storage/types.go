@@ -80,6 +80,7 @@ type Run struct {
 	Fingerprint     string
 	Dir             string // absolute run directory
 	CodeDir         string // the template's folder: ${code} in its commands
+	Sweep           string // shared by the runs one sweep launched; "" for a single run
 
 	// Zero = NULL in the database. CreateRun fills a zero CreatedAt with
 	// the current time.

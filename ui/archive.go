@@ -1,13 +1,10 @@
 package ui
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"image"
-	"image/png"
 	"math"
 	"slices"
 	"sort"
@@ -18,7 +15,6 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
@@ -26,7 +22,6 @@ import (
 
 	"niuma/engine"
 	"niuma/engine/template"
-	"niuma/plot"
 )
 
 // The archive table's columns, in order.
@@ -45,7 +40,7 @@ const (
 var archiveHeaders = [archiveCols]string{"", "ID", "Template", "State", "Created", "Duration", "Best objective"}
 
 // archiveWidths are the columns' widths, in points.
-var archiveWidths = [archiveCols]float32{36, 215, 150, 100, 150, 90, 190}
+var archiveWidths = [archiveCols]float32{36, 235, 150, 110, 150, 90, 190}
 
 // allTemplates is the template filter's "no filter" choice.
 const allTemplates = "all templates"
@@ -80,6 +75,14 @@ type archiveModel struct {
 	hay    []string // per run, the text searched; built on the first search
 	picked map[string]bool
 
+	// The table's rows: rows grouped by sweep, each sweep under a header
+	// that folds it; and the parameter columns after the fixed ones.
+	view    []archiveRow
+	folded  map[string]bool
+	params  []string        // every parameter the runs have, sorted
+	hidden  map[string]bool // parameter columns the user turned off
+	columns []string        // the parameter columns shown, in order
+
 	query, state, tmpl string        // the filters, as the user set them
 	back               time.Duration // only runs created this recently; 0: all
 	sortCol            int
@@ -88,13 +91,38 @@ type archiveModel struct {
 }
 
 func newArchiveModel() *archiveModel {
-	return &archiveModel{picked: map[string]bool{}, sortCol: colCreated, desc: true, state: stateFilters[0], tmpl: allTemplates}
+	return &archiveModel{picked: map[string]bool{}, folded: map[string]bool{}, sortCol: colCreated, desc: true,
+		state: stateFilters[0], tmpl: allTemplates}
+}
+
+// archiveRow is one table row: a run (an index into all) or the header of
+// a sweep (a group).
+type archiveRow struct {
+	entry int
+	group *archiveGroup
+}
+
+// archiveGroup is a sweep as the archive shows it: its runs in the
+// table's order, what they vary and the best objective among them.
+type archiveGroup struct {
+	id      string
+	runs    []int
+	differ  map[string]bool
+	best    *engine.ArchiveEntry
+	created time.Time
 }
 
 // set replaces the runs and reapplies the filters and the order; picked
 // runs that are gone are forgotten.
 func (m *archiveModel) set(all []engine.ArchiveEntry, now time.Time) {
 	m.all, m.now, m.hay = all, now, nil
+	names := map[string]bool{}
+	for i := range all {
+		for k := range all[i].Params {
+			names[k] = true
+		}
+	}
+	m.params = sortedParamKeys(map[string]any(anyKeys(names)))
 	if len(m.picked) > 0 {
 		ids := make(map[string]bool, len(all))
 		for i := range all {
@@ -159,6 +187,87 @@ func (m *archiveModel) apply() {
 		}
 		return c
 	})
+	m.group()
+	m.columns = m.columns[:0]
+	for _, k := range m.params {
+		if !m.hidden[k] {
+			m.columns = append(m.columns, k)
+		}
+	}
+}
+
+// group builds the table's rows: the sweeps among the rows (two runs or
+// more) under a header where their first run is, in the table's order.
+func (m *archiveModel) group() {
+	groups := map[string]*archiveGroup{}
+	for _, i := range m.rows {
+		e := &m.all[i]
+		if e.Sweep == "" {
+			continue
+		}
+		g := groups[e.Sweep]
+		if g == nil {
+			g = &archiveGroup{id: e.Sweep, created: e.CreatedAt}
+			groups[e.Sweep] = g
+		}
+		g.runs = append(g.runs, i)
+		if e.CreatedAt.Before(g.created) {
+			g.created = e.CreatedAt
+		}
+		if e.HasBest && (g.best == nil || (e.Goal == "max") == (e.Best > g.best.Best)) {
+			g.best = e
+		}
+	}
+	for _, g := range groups {
+		infos := make([]engine.RunInfo, len(g.runs))
+		for k, i := range g.runs {
+			infos[k] = m.all[i].RunInfo
+		}
+		g.differ = map[string]bool{}
+		for _, k := range differingParams(infos) {
+			g.differ[k] = true
+		}
+	}
+	m.view = m.view[:0]
+	done := map[string]bool{}
+	for _, i := range m.rows {
+		g := groups[m.all[i].Sweep]
+		if g == nil || len(g.runs) < 2 {
+			m.view = append(m.view, archiveRow{entry: i})
+			continue
+		}
+		if done[g.id] {
+			continue
+		}
+		done[g.id] = true
+		m.view = append(m.view, archiveRow{entry: -1, group: g})
+		if m.folded[g.id] {
+			continue
+		}
+		for _, j := range g.runs {
+			m.view = append(m.view, archiveRow{entry: j})
+		}
+	}
+}
+
+func anyKeys(m map[string]bool) map[string]any {
+	out := make(map[string]any, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// columnCount is how many columns the table has: the fixed ones and a
+// column per shown parameter.
+func (m *archiveModel) columnCount() int { return archiveCols + len(m.columns) }
+
+// paramColumn is the parameter a column shows, if it shows one.
+func (m *archiveModel) paramColumn(col int) (string, bool) {
+	if col < archiveCols || col-archiveCols >= len(m.columns) {
+		return "", false
+	}
+	return m.columns[col-archiveCols], true
 }
 
 // buildHay writes, once per set of runs, the lower-case text the search
@@ -225,9 +334,36 @@ func (m *archiveModel) compare(col int) func(a, b *engine.ArchiveEntry) int {
 			}
 			return cmp.Compare(a.Best, b.Best)
 		}
-	default:
+	case colCreated:
 		return func(a, b *engine.ArchiveEntry) int { return a.CreatedAt.Compare(b.CreatedAt) }
 	}
+	if k, ok := m.paramColumn(col); ok {
+		return func(a, b *engine.ArchiveEntry) int { return compareParams(a.Params[k], b.Params[k]) }
+	}
+	return func(a, b *engine.ArchiveEntry) int { return a.CreatedAt.Compare(b.CreatedAt) }
+}
+
+// compareParams orders parameter values: numbers by value, before text,
+// and a missing value last.
+func compareParams(a, b any) int {
+	if (a == nil) != (b == nil) {
+		if a == nil {
+			return 1
+		}
+		return -1
+	}
+	fa, aNum := a.(float64)
+	fb, bNum := b.(float64)
+	switch {
+	case aNum && bNum:
+		return cmp.Compare(fa, fb)
+	case aNum != bNum:
+		if aNum {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(formatParam(a), formatParam(b))
 }
 
 // sortBy sorts by a column; the same column again flips the direction.
@@ -243,12 +379,80 @@ func (m *archiveModel) sortBy(col int) {
 	m.apply()
 }
 
-// entry is the run shown on a row.
+// entry is the run shown on a row (false for a sweep's header).
 func (m *archiveModel) entry(row int) (*engine.ArchiveEntry, bool) {
-	if row < 0 || row >= len(m.rows) {
+	if row < 0 || row >= len(m.view) || m.view[row].group != nil {
 		return nil, false
 	}
-	return &m.all[m.rows[row]], true
+	return &m.all[m.view[row].entry], true
+}
+
+// groupAt is the sweep whose header is on a row.
+func (m *archiveModel) groupAt(row int) (*archiveGroup, bool) {
+	if row < 0 || row >= len(m.view) || m.view[row].group == nil {
+		return nil, false
+	}
+	return m.view[row].group, true
+}
+
+// groupText is what a sweep's header says in a column.
+func (m *archiveModel) groupText(g *archiveGroup, col int) string {
+	switch col {
+	case colID:
+		arrow := "▾"
+		if m.folded[g.id] {
+			arrow = "▸"
+		}
+		return fmt.Sprintf("%s sweep · %d runs", arrow, len(g.runs))
+	case colTemplate:
+		return m.all[g.runs[0]].Template
+	case colState:
+		infos := make([]engine.RunInfo, len(g.runs))
+		for k, i := range g.runs {
+			infos[k] = m.all[i].RunInfo
+		}
+		return stateCounts(infos)
+	case colCreated:
+		return g.created.Local().Format("2006-01-02 15:04")
+	case colBest:
+		if g.best == nil {
+			return "—"
+		}
+		return "best: " + m.cellText(g.best, colBest)
+	}
+	if k, ok := m.paramColumn(col); ok {
+		if !g.differ[k] {
+			return formatParam(m.all[g.runs[0]].Params[k])
+		}
+		return paramSpread(m.all, g.runs, k)
+	}
+	return ""
+}
+
+// paramSpread is what values a sweep tried: "0.001 … 0.1" for numbers,
+// "adam, sgd" for the rest.
+func paramSpread(all []engine.ArchiveEntry, runs []int, k string) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var texts []string
+	seen := map[string]bool{}
+	numeric := true
+	for _, i := range runs {
+		x := all[i].Params[k]
+		if f, ok := x.(float64); ok {
+			lo, hi = math.Min(lo, f), math.Max(hi, f)
+		} else {
+			numeric = false
+		}
+		if t := formatParam(x); !seen[t] {
+			seen[t] = true
+			texts = append(texts, t)
+		}
+	}
+	if numeric && len(texts) > 2 {
+		return formatParam(lo) + " … " + formatParam(hi)
+	}
+	sort.Strings(texts)
+	return strings.Join(texts, ", ")
 }
 
 // pickedRuns are the picked runs, in the table's order.
@@ -298,13 +502,24 @@ func (m *archiveModel) cellText(e *engine.ArchiveEntry, col int) string {
 		}
 		return fmt.Sprintf("%s %s %.4g", e.Objective, arrow, e.Best)
 	}
+	if k, ok := m.paramColumn(col); ok {
+		if x, has := e.Params[k]; has {
+			return formatParam(x)
+		}
+		return "—"
+	}
 	return ""
 }
 
 // header is a column title with the sort direction when it is the sort
 // column.
 func (m *archiveModel) header(col int) string {
-	h := archiveHeaders[col]
+	h := ""
+	if col < archiveCols {
+		h = archiveHeaders[col]
+	} else if k, ok := m.paramColumn(col); ok {
+		h = k
+	}
 	if col == m.sortCol {
 		if m.desc {
 			return h + " ▼"
@@ -330,12 +545,20 @@ type ArchiveView struct {
 	tmplSel  *widget.Select
 	dateSel  *widget.Select
 	compare  *widget.Button
+	hparams  *widget.Button
+	columns  *widget.Button
 	delete   *widget.Button
 	status   *widget.Label
 	content  fyne.CanvasObject
 
 	// OnOpen, when set, opens a run in the run view (a tap on its ID).
 	OnOpen func(id string)
+	// ParamLog, when set, says whether a template's parameter is on a
+	// log scale (its schema's log: true), for the hyperparameter view.
+	ParamLog func(template, param string) (log, known bool)
+	// hparamView is the last hyperparameter view's content, for tests.
+	hparamView *hparamView
+	shownCols  int // columns the table was last sized for
 	// confirm asks before deleting; a seam for tests.
 	confirm func(title, msg string, cb func(bool))
 	// compareView is the last compare window's content, for tests.
@@ -352,7 +575,13 @@ type ArchiveView struct {
 // NewArchiveView builds the archive page. Call Reload to fill it.
 func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	v := &ArchiveView{backend: b, win: win, model: newArchiveModel()}
-	v.confirm = func(title, msg string, cb func(bool)) { dialog.ShowConfirm(title, msg, cb, v.win) }
+	v.confirm = func(title, msg string, cb func(bool)) { showConfirm(v.win, title, msg, "Delete", "Keep them", cb) }
+	if app := fyne.CurrentApp(); app != nil {
+		v.model.hidden = map[string]bool{}
+		for _, k := range app.Preferences().StringList(prefHiddenColumns) {
+			v.model.hidden[k] = true
+		}
+	}
 	v.loadCompare = func(cv *compareView) { go cv.load(context.Background()) }
 	v.table = widget.NewTableWithHeaders(v.tableSize, newArchiveCell, v.updateCell)
 	v.table.ShowHeaderColumn = false
@@ -373,6 +602,15 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	}
 	v.table.OnSelected = func(id widget.TableCellID) {
 		v.table.UnselectAll()
+		if g, ok := v.model.groupAt(id.Row); ok {
+			if id.Col == colPick {
+				v.pickGroup(g)
+				return
+			}
+			v.model.folded[g.id] = !v.model.folded[g.id]
+			v.refresh()
+			return
+		}
 		e, ok := v.model.entry(id.Row)
 		if !ok {
 			return
@@ -405,6 +643,8 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	v.dateSel.Selected = dateFilters[0].name
 	v.compare = widget.NewButtonWithIcon("Compare", theme.ViewRefreshIcon(), v.Compare)
 	v.compare.Importance = widget.HighImportance
+	v.hparams = widget.NewButtonWithIcon("Hyperparameters", theme.GridIcon(), v.Hyperparameters)
+	v.columns = widget.NewButtonWithIcon("Columns…", theme.ListIcon(), v.chooseColumns)
 	v.delete = widget.NewButtonWithIcon("Delete…", theme.DeleteIcon(), v.onDelete)
 	v.delete.Importance = widget.DangerImportance
 	reload := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { go v.Reload(context.Background()) })
@@ -413,7 +653,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	v.updateButtons()
 
 	filters := container.NewBorder(nil, nil, nil, container.NewHBox(v.tmplSel, v.stateSel, v.dateSel, reload), v.query)
-	actions := container.NewBorder(nil, nil, nil, container.NewHBox(v.compare, v.delete), v.status)
+	actions := container.NewBorder(nil, nil, nil, container.NewHBox(v.columns, v.hparams, v.compare, v.delete), v.status)
 	v.content = container.NewBorder(container.NewVBox(filters, actions), nil, nil, nil, v.table)
 	return v
 }
@@ -464,8 +704,88 @@ func (v *ArchiveView) show(all []engine.ArchiveEntry, now time.Time) {
 // refresh reapplies the filters and redraws the table.
 func (v *ArchiveView) refresh() {
 	v.model.apply()
+	v.sizeColumns()
 	v.table.Refresh()
 	v.updateButtons()
+}
+
+// paramWidth is a parameter column's width, in points.
+const paramWidth = 110
+
+// sizeColumns gives each parameter column its width when the columns
+// change.
+func (v *ArchiveView) sizeColumns() {
+	n := v.model.columnCount()
+	if n == v.shownCols {
+		return
+	}
+	v.shownCols = n
+	for c := archiveCols; c < n; c++ {
+		v.table.SetColumnWidth(c, paramWidth)
+	}
+}
+
+// pickGroup picks every run of a sweep, or unpicks them all when all are
+// picked already.
+func (v *ArchiveView) pickGroup(g *archiveGroup) {
+	all := true
+	for _, i := range g.runs {
+		all = all && v.model.picked[v.model.all[i].ID]
+	}
+	for _, i := range g.runs {
+		if all {
+			delete(v.model.picked, v.model.all[i].ID)
+		} else {
+			v.model.picked[v.model.all[i].ID] = true
+		}
+	}
+	v.table.Refresh()
+	v.updateButtons()
+}
+
+// chooseColumns lets the user choose the parameter columns; Enter keeps
+// the choice, Escape drops it.
+func (v *ArchiveView) chooseColumns() {
+	if v.win == nil || len(v.model.params) == 0 {
+		return
+	}
+	checks := make([]*keyCheck, len(v.model.params))
+	box := container.NewVBox()
+	for i, k := range v.model.params {
+		checks[i] = newKeyCheck(k, nil)
+		checks[i].Checked = !v.model.hidden[k]
+		box.Add(checks[i])
+	}
+	apply := func() {
+		hidden := map[string]bool{}
+		for i, k := range v.model.params {
+			if !checks[i].Checked {
+				hidden[k] = true
+			}
+		}
+		v.setHidden(hidden)
+	}
+	scroll := container.NewVScroll(box)
+	scroll.SetMinSize(fyne.NewSize(260, min(float32(len(checks))*38, 360)))
+	var d dialog.Dialog
+	d = dialog.NewCustomConfirm("Parameter columns", "Show", "Cancel", scroll, func(ok bool) {
+		if ok {
+			apply()
+		}
+	}, v.win)
+	showWithKeys(d, v.win, func() { apply(); d.Hide() }, d.Hide)
+}
+
+// prefHiddenColumns keeps the parameter columns the user turned off.
+const prefHiddenColumns = "archive.hidden_columns"
+
+// setHidden hides these parameter columns, and remembers the choice.
+func (v *ArchiveView) setHidden(hidden map[string]bool) {
+	v.model.hidden = hidden
+	if app := fyne.CurrentApp(); app != nil {
+		app.Preferences().SetStringList(prefHiddenColumns, sortedParamKeys(anyKeys(hidden)))
+	}
+	v.refresh()
 }
 
 // SortBy sorts by a column, as a tap on its header does.
@@ -506,7 +826,7 @@ func (v *ArchiveView) updateButtons() {
 	v.status.SetText(msg)
 }
 
-func (v *ArchiveView) tableSize() (int, int) { return len(v.model.rows), archiveCols }
+func (v *ArchiveView) tableSize() (int, int) { return len(v.model.view), v.model.columnCount() }
 
 // archiveCell is one table cell: a checkbox in the first column, text in
 // the others.
@@ -529,6 +849,14 @@ func (c *archiveCell) CreateRenderer() fyne.WidgetRenderer { return widget.NewSi
 
 func (v *ArchiveView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	c := o.(*archiveCell)
+	if g, ok := v.model.groupAt(id.Row); ok {
+		c.check.Hide()
+		c.text.Show()
+		c.text.Importance = widget.HighImportance
+		c.text.TextStyle = fyne.TextStyle{Bold: id.Col == colID}
+		c.text.SetText(v.model.groupText(g, id.Col))
+		return
+	}
 	e, ok := v.model.entry(id.Row)
 	if !ok {
 		return
@@ -548,8 +876,12 @@ func (v *ArchiveView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	if id.Col == colState {
 		c.text.Importance = stateImportance(e.State)
 	}
-	c.text.TextStyle.Monospace = id.Col == colID
-	c.text.SetText(v.model.cellText(e, id.Col)) // refreshes with the style above
+	c.text.TextStyle = fyne.TextStyle{Monospace: id.Col == colID}
+	text := v.model.cellText(e, id.Col)
+	if id.Col == colID && e.Sweep != "" && len(v.model.view) > 0 {
+		text = "  " + text // under its sweep's header
+	}
+	c.text.SetText(text) // refreshes with the style above
 }
 
 // stateImportance colours a state's text like its chip.
@@ -595,7 +927,7 @@ func (v *ArchiveView) onDelete() {
 			}
 			err := errors.Join(errs...)
 			if err != nil && v.win != nil {
-				fyne.Do(func() { dialog.ShowError(fmt.Errorf("some runs were not deleted: %w", err), v.win) })
+				fyne.Do(func() { showError(fmt.Errorf("some runs were not deleted: %w", err), v.win) })
 			}
 			v.Reload(context.Background())
 			if v.deleted != nil {
@@ -620,36 +952,28 @@ func (v *ArchiveView) Compare() {
 	}
 	d := dialog.NewCustom(fmt.Sprintf("Compare %d runs", len(runs)), "Close", cv.content, v.win)
 	d.Resize(fyne.NewSize(1000, 740))
-	d.Show()
+	showWithKeys(d, v.win, d.Hide, d.Hide)
 	v.loadCompare(cv)
 }
 
-// compareView overlays several runs' curves of one metric and lists the
-// parameters that differ.
+// compareView overlays several runs' curves of one metric (legends say
+// the parameters that tell them apart) and lists the parameters that
+// differ.
 type compareView struct {
 	backend Backend
 	runs    []engine.ArchiveEntry
-	picker  *widget.Select
-	logY    *widget.Check
-	curve   *canvas.Image
+	curves  *curvePanel
 	diff    *widget.Table
 	rows    [][]string // the diff table: a header row, then one row per parameter
 	content fyne.CanvasObject
-	loading bool
+	names   []string
 }
 
 func newCompareView(b Backend, runs []engine.ArchiveEntry) *compareView {
 	c := &compareView{backend: b, runs: runs}
 	c.rows = paramDiff(runs)
-	c.curve = canvas.NewImageFromImage(nil)
-	c.curve.FillMode = canvas.ImageFillContain
-	c.curve.SetMinSize(fyne.NewSize(curveWidth*1.4, curveHeight*1.15))
-	c.picker = widget.NewSelect(nil, func(string) {
-		if !c.loading {
-			go c.draw(context.Background())
-		}
-	})
-	c.logY = widget.NewCheck("log y", func(bool) { go c.draw(context.Background()) })
+	c.curves = newCurvePanel()
+	c.curves.onMetric = func(name string) { go c.draw(context.Background(), name) }
 	c.diff = widget.NewTableWithHeaders(func() (int, int) {
 		if len(c.rows) == 0 {
 			return 0, 0
@@ -676,14 +1000,14 @@ func newCompareView(b Backend, runs []engine.ArchiveEntry) *compareView {
 	if len(c.rows) <= 1 {
 		diffBody = widget.NewLabel("The runs have the same parameters.")
 	}
-	top := container.NewBorder(nil, nil, heading("Curve"), container.NewHBox(c.logY, c.picker), nil)
-	split := container.NewVSplit(container.NewBorder(top, nil, nil, nil, c.curve), container.NewBorder(diffTitle, nil, nil, nil, diffBody))
-	split.Offset = 0.6
+	split := container.NewVSplit(c.curves.content, container.NewBorder(diffTitle, nil, nil, nil, diffBody))
+	split.Offset = 0.65
 	c.content = split
 	return c
 }
 
-// load finds the metrics the runs share and draws the first one.
+// load finds the metrics the runs share and draws the objective's (else
+// a loss, else the first).
 func (c *compareView) load(ctx context.Context) {
 	seen := map[string]bool{}
 	var names []string
@@ -718,54 +1042,55 @@ func (c *compareView) load(ctx context.Context) {
 		st, key := pickMetric(pts, "")
 		choice = st + "/" + key
 	}
-	fyne.DoAndWait(func() {
-		c.loading = true
-		c.picker.Options = names
-		c.picker.SetSelected(choice)
-		c.loading = false
-	})
-	c.draw(ctx)
+	c.names = names
+	c.draw(ctx, choice)
 }
 
-// draw renders the chosen metric of every run on one chart.
-func (c *compareView) draw(ctx context.Context) {
-	var name string
-	var logY bool
-	fyne.DoAndWait(func() { name, logY = c.picker.Selected, c.logY.Checked })
-	img, err := renderCompare(ctx, c.backend, c.runs, name, logY, isDark())
+// draw puts the chosen metric of every run on the chart.
+func (c *compareView) draw(ctx context.Context, name string) {
+	d, err := compareData(ctx, c.backend, c.runs, name)
 	if err != nil {
 		return
 	}
-	fyne.Do(func() {
-		c.curve.Image = img
-		c.curve.Refresh()
-	})
+	fyne.DoAndWait(func() { c.curves.show(c.names, d) })
 }
 
-// renderCompare draws one metric ("stage/key") of several runs overlaid.
-func renderCompare(ctx context.Context, b Backend, runs []engine.ArchiveEntry, name string, logY, dark bool) (image.Image, error) {
+// compareData reads one metric ("stage/key") of several runs, each named
+// by the parameters that set it apart from the others.
+func compareData(ctx context.Context, b Backend, runs []engine.ArchiveEntry, name string) (curveData, error) {
 	stage, key, ok := strings.Cut(name, "/")
 	if !ok {
-		return nil, fmt.Errorf("no metric chosen")
+		return curveData{}, fmt.Errorf("no metric chosen")
 	}
-	series := make([]plot.Series, 0, len(runs))
-	for _, r := range runs {
+	infos := make([]engine.RunInfo, len(runs))
+	for i, r := range runs {
+		infos[i] = r.RunInfo
+	}
+	differ := differingParams(infos)
+	d := curveData{name: name, title: stage + " · " + key, id: name}
+	for i, r := range runs {
 		pts, err := b.Series(ctx, r.ID, stage, key)
 		if err != nil {
-			return nil, fmt.Errorf("read %s of run %s: %w", name, r.ID, err)
+			return curveData{}, fmt.Errorf("read %s of run %s: %w", name, r.ID, err)
 		}
-		s := plot.Series{Name: seriesLabel(r), X: make([]float64, len(pts)), Y: make([]float64, len(pts))}
-		for i, p := range pts {
-			s.X[i], s.Y[i] = float64(p.Step), p.Value
+		s := newChartSeries(legendName(r, differ), len(pts))
+		for _, p := range pts {
+			s.add(p.Step, p.Wall, p.Value)
 		}
-		series = append(series, s)
+		s.slot = i + 1
+		d.series = append(d.series, s)
+		d.id += fmt.Sprintf("|%s:%d", r.ID, len(pts))
 	}
-	out, err := plot.Render(series, plot.Options{Title: stage + " · " + key, XLabel: "step", Width: curveWidth * 1.4, Height: curveHeight * 1.15,
-		Dark: dark, DPI: 144, LogY: logY}, "png")
-	if err != nil {
-		return nil, err
+	return d, nil
+}
+
+// legendName names a run by the parameters that differ between the runs
+// shown ("lr=0.1 hidden=128"), or by its short ID when none do.
+func legendName(r engine.ArchiveEntry, differ []string) string {
+	if pairs := paramPairs(r.Params, nonNil(differ)); len(pairs) > 0 {
+		return strings.Join(pairs, " ")
 	}
-	return png.Decode(bytes.NewReader(out))
+	return seriesLabel(r)
 }
 
 // seriesLabel names a run in a compare chart's legend and the diff

@@ -202,12 +202,14 @@ func TestArchiveComparesPickedRuns(t *testing.T) {
 	require.NotNil(t, cv)
 	require.Equal(t, [][]string{{"parameter", "r-b", "r-a"}, {"lr", "1", "0.01"}, {"optimizer", "sgd", "adam"}}, cv.rows)
 
-	require.Equal(t, "train/val_acc", cv.picker.Selected, "the runs' objective is drawn first")
-	require.NotNil(t, cv.curve.Image, "the overlaid curves are drawn")
-
-	img, err := renderCompare(context.Background(), b, cv.runs, "train/val_acc", false, false)
+	require.Equal(t, "train/val_acc", cv.curves.picker.Selected, "the runs' objective is drawn first")
+	drawn := cv.curves.chart.series
+	require.Len(t, drawn, 2, "the overlaid curves are drawn")
+	require.Equal(t, "lr=1 optimizer=sgd", drawn[0].name, "legends say the parameters that differ, not run IDs")
+	require.Equal(t, "lr=0.01 optimizer=adam", drawn[1].name)
+	img, err := cv.curves.chart.render(600, 300, 1)
 	require.NoError(t, err)
-	require.Greater(t, img.Bounds().Dx(), 100)
+	require.Equal(t, 600, img.Bounds().Dx())
 }
 
 func TestArchiveDeletesAfterConfirmationAndReportsRefusals(t *testing.T) {

@@ -53,6 +53,79 @@ func BenchmarkCurveRender1M(b *testing.B) {
 	}
 }
 
+// millionPoints is a training run's loss as the run view holds it: a
+// million steps, one every 10 ms of wall time.
+func millionPoints() chartSeries {
+	const n = 1_000_000
+	s := newChartSeries("loss", n)
+	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.Local)
+	for i := range n {
+		v := 2*math.Exp(-float64(i)/2e5) + 0.05*math.Sin(float64(i)*0.37) + 0.02*math.Sin(float64(i)*7.1)
+		s.add(int64(i), t0.Add(time.Duration(i)*10*time.Millisecond), v)
+	}
+	return s
+}
+
+// BenchmarkChartHover1M is one hover answer over a 1,000,000-point series
+// (the run view's chart at 800×400): the pointer's step found in the data
+// by binary search, the hover box's lines written with step, wall time and
+// value. Smoothing on, as most users keep it, so the smoothed value is
+// said too. Target: ≤ 5 ms.
+func BenchmarkChartHover1M(b *testing.B) {
+	c := testChart(b, []chartSeries{millionPoints()}, 800, 400)
+	c.SetSmoothing(0.6)
+	if _, err := c.render(800, 400, 1); err != nil {
+		b.Fatal(err)
+	}
+	fr := c.frame
+	xs := []float32{}
+	for i := range 64 {
+		xs = append(xs, float32(fr.Area.Min.X)+float32(fr.Area.Dx())*float32(i)/63)
+	}
+	y := float32(fr.Area.Min.Y + fr.Area.Dy()/2)
+	i := 0
+	for b.Loop() {
+		lines, _, ok := c.hoverLines(fyne.NewPos(xs[i%len(xs)], y))
+		if !ok || len(lines) != 1 {
+			b.Fatalf("no hover answer: %v", lines)
+		}
+		i++
+	}
+}
+
+// BenchmarkChartZoom1M is the redraw after a drag-zoom over the same
+// series: the chart drawn again at 800×400 pixels for the range dragged (a
+// tenth of the run, and a hundredth), with the raw series faint behind
+// its smoothed copy. Target: ≤ 50 ms.
+func BenchmarkChartZoom1M(b *testing.B) {
+	c := testChart(b, []chartSeries{millionPoints()}, 800, 400)
+	c.SetSmoothing(0.6)
+	if _, err := c.render(800, 400, 1); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		lo, hi float64
+	}{{"tenth", 400_000, 500_000}, {"hundredth", 400_000, 410_000}} {
+		b.Run(tc.name, func(b *testing.B) {
+			from := fyne.NewPos(float32(c.frame.PixelX(tc.lo)), 100)
+			to := fyne.NewPos(float32(c.frame.PixelX(tc.hi)), 104)
+			full := c.frame
+			for b.Loop() {
+				c.frame = full // each zoom starts from the whole run
+				c.view = plot.Range{}
+				c.drawn = "" // and is drawn, not taken from the cache
+				if !c.zoomTo(from, to) {
+					b.Fatal("no zoom")
+				}
+				if _, err := c.render(800, 400, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // manyRuns is an archive of n runs of three templates in every state.
 func manyRuns(n int) []engine.ArchiveEntry {
 	states := []engine.State{engine.Succeeded, engine.Failed, engine.Cancelled, engine.Running, engine.Queued}

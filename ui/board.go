@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"image"
 	"math"
 	"sort"
 	"strings"
@@ -33,6 +32,8 @@ type boardModel struct {
 	runErr error
 	cards  []gpuCardModel
 	queue  []queueItem
+	recent []finishedItem
+	procs  []procRow
 	counts string // "3 running · 2 waiting"
 }
 
@@ -44,6 +45,8 @@ type gpuCardModel struct {
 	utilText  string
 	mem       float64 // 0..1
 	memText   string
+	memUsed   int64 // MiB
+	memTotal  int64 // MiB
 	temp      string
 	power     string
 	runs      string // the runs sitting on it
@@ -56,9 +59,20 @@ type queueItem struct {
 	id, template string
 	state        engine.State
 	stages       []engine.StageInfo
-	detail       string // the shepherd's reason for a waiting run; elapsed and objective for a running one
+	detail       string  // the shepherd's reason for a waiting run; elapsed and objective for a running one
+	waits        bool    // a running run whose next stage waits for GPUs
+	params       string  // the parameters that tell it apart (within its sweep)
+	progress     float64 // 0..1 when the workload reports its total steps, else -1
 	anomalies    int
 	critical     bool
+}
+
+// finishedItem is a recently finished run on the board's strip.
+type finishedItem struct {
+	id, template string
+	state        engine.State
+	result       string // "val_acc 0.973", or why it failed
+	at           time.Time
 }
 
 // buildBoard turns a GPU snapshot and the runs into what the board draws.
@@ -69,23 +83,34 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 	for _, g := range snap.GPUs {
 		m.cards = append(m.cards, gpuCard(g, snap.Simulated))
 	}
+	differ := sweepDiffers(runs)
 	var running, waiting int
 	for _, r := range runs {
 		if r.State.Done() {
 			continue
 		}
-		it := queueItem{id: r.ID, template: r.Template, state: r.State, stages: r.Stages}
+		it := queueItem{id: r.ID, template: r.Template, state: r.State, stages: r.Stages, progress: -1}
+		keep, inSweep := differ[r.ID]
+		if !inSweep {
+			keep = nil
+		}
+		it.params = strings.Join(paramPairs(r.Params, keep), " · ")
 		if r.State == engine.Queued {
 			waiting++
 			it.detail = waitReason(r, now)
 		} else {
 			running++
 			parts := []string{"running " + elapsedText(r, now)}
+			if p, text, ok := progressOf(last[r.ID]); ok {
+				it.progress = p
+				parts = append(parts, text)
+			}
 			if v, ok := latestObjective(last[r.ID]); ok {
 				parts = append(parts, v)
 			}
 			if w := waitReason(r, now); w != "" && w != "queued" {
-				parts = append(parts, w)
+				parts = append(parts, "waits: "+w)
+				it.waits = true
 			}
 			it.detail = strings.Join(parts, " · ")
 		}
@@ -108,6 +133,51 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 	})
 	m.counts = fmt.Sprintf("%d running · %d waiting", running, waiting)
 	return m
+}
+
+// totalKey is the metric a workload reports its total number of steps
+// with ({"step": 12, "loss": 0.4, "total_steps": 30}); the board then
+// shows how far it is.
+const totalKey = "total_steps"
+
+// progressOf is how far a run is, from the stage that reports its total:
+// "train step 12/30".
+func progressOf(last []engine.Point) (float64, string, bool) {
+	for _, p := range last {
+		if p.Key != totalKey || !(p.Value > 0) {
+			continue
+		}
+		step := p.Step
+		for _, q := range last {
+			if q.Stage == p.Stage && q.Attempt == p.Attempt && q.Step > step {
+				step = q.Step
+			}
+		}
+		total := int64(p.Value)
+		return clamp01(float64(step) / float64(total)), fmt.Sprintf("%s step %d/%d", p.Stage, step, total), true
+	}
+	return 0, "", false
+}
+
+// recentWindow is how long a finished run stays on the board's strip.
+const recentWindow = 6 * time.Hour
+
+// maxRecent is how many finished runs the strip shows.
+const maxRecent = 8
+
+// recentRuns are the runs that finished in the last hours, newest first.
+func recentRuns(runs []engine.RunInfo, now time.Time) []engine.RunInfo {
+	var out []engine.RunInfo
+	for _, r := range runs {
+		if r.State.Done() && !r.FinishedAt.IsZero() && now.Sub(r.FinishedAt) < recentWindow {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].FinishedAt.After(out[j].FinishedAt) })
+	if len(out) > maxRecent {
+		out = out[:maxRecent]
+	}
+	return out
 }
 
 // waitReason is why a run (or its next stage) waits, in the shepherd's
@@ -151,6 +221,7 @@ func gpuCard(g gpumon.GPU, simulated bool) gpuCardModel {
 	if g.MemTotalMiB > 0 {
 		c.mem = float64(g.MemUsedMiB) / float64(g.MemTotalMiB)
 	}
+	c.memUsed, c.memTotal = g.MemUsedMiB, g.MemTotalMiB
 	c.memText = fmt.Sprintf("mem %.1f / %.0f GiB", float64(g.MemUsedMiB)/1024, float64(g.MemTotalMiB)/1024)
 	if g.TempC != nil {
 		c.temp = fmt.Sprintf("%.0f °C", *g.TempC)
@@ -184,34 +255,78 @@ func gpuCard(g gpumon.GPU, simulated bool) gpuCardModel {
 	return c
 }
 
-// Board is the home screen: a card per GPU and the active runs, live.
+// Board is the home screen, nvitop's view with the runs: a card per GPU
+// (utilisation and memory now and over the last minutes, on a time axis),
+// the processes on the GPUs and whose they are, the active runs with
+// their progress and why they wait, and the runs that finished lately.
 type Board struct {
 	backend Backend
 	content fyne.CanvasObject
 
-	source *widget.Label
-	cards  *fyne.Container
-	empty  *fyne.Container
-	emptyT *widget.Label
-	counts *widget.Label
-	list   *widget.List
-	noRuns *widget.Label
+	source      *widget.Label
+	window      *widget.Select // history: 5, 15 or 60 minutes
+	cards       *fyne.Container
+	empty       *fyne.Container
+	emptyT      *widget.Label
+	procs       *procTable
+	counts      *widget.Label
+	list        *widget.List
+	noRuns      *widget.Label
+	recent      *fyne.Container
+	recentT     *widget.Label
+	gpuBox      *fyne.Container // the cards, the note without GPUs, the processes
+	cardsLayout *cardsLayout
+	queueBox    *fyne.Container // the queue's heading, list and strip
+	shape       string          // what gpuBox showed last: laid out again when it changes
 
-	mu    sync.Mutex // guards queue, read by list callbacks
-	queue []queueItem
-	views []*gpuCardView
-	hist  map[string][]float64 // utilisation history per GPU UUID, for the sparklines
+	mu      sync.Mutex // guards queue and the caches, read by list callbacks and reloads
+	queue   []queueItem
+	views   []*gpuCardView
+	hist    map[string][]gpumon.Point // the board's own history per GPU, when the sampler's is not given
+	span    time.Duration             // the history window
+	results map[string]string         // a finished run's result line, read once
 
 	// OnOpen, when set, is called with a run's ID when the user picks it.
 	OnOpen func(id string)
+	// History, when set, is the sampler's history of a GPU (oldest first).
+	History func(uuid string) []gpumon.Point
+	// ProcessInfo, when set, names a GPU process' user and command.
+	ProcessInfo func(pid int) (user, command string)
+	// Objective, when set, is a template's objective, for the results of
+	// finished runs.
+	Objective func(template string) (metric, goal string)
 }
+
+// historySpans are the history windows to choose from.
+var historySpans = []struct {
+	name string
+	d    time.Duration
+}{{"last 5 min", 5 * time.Minute}, {"last 15 min", 15 * time.Minute}, {"last 60 min", time.Hour}}
 
 // NewBoard builds the board; call Reload (from any goroutine) to fill it.
 func NewBoard(b Backend) *Board {
-	v := &Board{backend: b, hist: map[string][]float64{}}
+	v := &Board{backend: b, hist: map[string][]gpumon.Point{}, span: historySpans[0].d, results: map[string]string{}}
 	v.source = widget.NewLabel("")
 	v.source.Importance = widget.LowImportance
-	v.cards = container.NewGridWrap(fyne.NewSize(360, 224))
+	names := make([]string, len(historySpans))
+	for i, h := range historySpans {
+		names[i] = h.name
+	}
+	v.window = widget.NewSelect(names, func(s string) {
+		for _, h := range historySpans {
+			if h.name == s {
+				v.mu.Lock()
+				v.span = h.d
+				v.mu.Unlock()
+			}
+		}
+		for _, c := range v.views {
+			c.setSpan(v.span)
+		}
+	})
+	v.window.Selected = names[0]
+	v.cardsLayout = &cardsLayout{min: 340, height: 262}
+	v.cards = container.New(v.cardsLayout)
 	v.emptyT = widget.NewLabel("")
 	v.emptyT.Wrapping = fyne.TextWrapWord
 	hint := widget.NewLabel(simulateHint)
@@ -221,6 +336,7 @@ func NewBoard(b Backend) *Board {
 		widget.NewLabelWithStyle("No GPUs on this machine", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		v.emptyT, hint)
 	v.empty.Hide()
+	v.procs = newProcTable()
 	v.counts = widget.NewLabel("")
 	v.counts.Importance = widget.LowImportance
 	v.noRuns = widget.NewLabel("Nothing running or waiting. Launch a run with New run (Ctrl+N).")
@@ -237,13 +353,21 @@ func NewBoard(b Backend) *Board {
 			v.OnOpen(id)
 		}
 	}
-	top := container.NewVBox(
-		container.NewHBox(title("GPUs"), layout.NewSpacer(), v.source),
-		v.cards, v.empty,
-		container.NewHBox(title("Queue"), layout.NewSpacer(), v.counts),
-		v.noRuns,
+	v.recent = container.NewHBox()
+	v.recentT = widget.NewLabel("Recently finished")
+	v.recentT.TextStyle = fyne.TextStyle{Bold: true}
+	gpus := container.NewVBox(
+		container.NewHBox(title("GPUs"), layout.NewSpacer(), v.source, v.window),
+		v.cards, v.empty, v.procs.content,
 	)
-	v.content = container.NewPadded(container.NewBorder(top, nil, nil, nil, v.list))
+	v.gpuBox = gpus
+	v.queueBox = container.NewBorder(
+		container.NewVBox(container.NewHBox(title("Queue"), layout.NewSpacer(), v.counts), v.noRuns),
+		container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, v.recentT, nil, container.NewHScroll(v.recent))),
+		nil, nil, v.list)
+	split := container.NewVSplit(container.NewVScroll(gpus), v.queueBox)
+	split.Offset = 0.7
+	v.content = container.NewPadded(split)
 	return v
 }
 
@@ -265,7 +389,8 @@ func (v *Board) Reload(ctx context.Context) {
 }
 
 // read asks the engine for everything one refresh shows. Metrics and
-// anomalies are read for running runs only: waiting runs have none.
+// anomalies are read for running runs only: waiting runs have none. A
+// finished run's result is read once.
 func (v *Board) read(ctx context.Context) boardModel {
 	snap, gerr := v.backend.GPUs(ctx)
 	runs, rerr := v.backend.Runs(ctx, listLimit)
@@ -278,9 +403,59 @@ func (v *Board) read(ctx context.Context) boardModel {
 		last[r.ID], _ = v.backend.LastMetrics(ctx, r.ID)
 		anomalies[r.ID], _ = v.backend.Anomalies(ctx, r.ID)
 	}
-	m := buildBoard(snap, runs, last, anomalies, time.Now())
+	now := time.Now()
+	m := buildBoard(snap, runs, last, anomalies, now)
 	m.gpuErr, m.runErr = gerr, rerr
+	for _, r := range recentRuns(runs, now) {
+		m.recent = append(m.recent, finishedItem{id: r.ID, template: r.Template, state: r.State, result: v.result(ctx, r), at: r.FinishedAt})
+	}
+	m.procs = processRows(snap, v.ProcessInfo)
 	return m
+}
+
+// result is a finished run's line on the strip: its objective's best
+// value, or its first error.
+func (v *Board) result(ctx context.Context, r engine.RunInfo) string {
+	v.mu.Lock()
+	res, ok := v.results[r.ID]
+	v.mu.Unlock()
+	if ok {
+		return res
+	}
+	metric, goal := "", ""
+	if v.Objective != nil {
+		metric, goal = v.Objective(r.Template)
+	}
+	last, _ := v.backend.LastMetrics(ctx, r.ID)
+	for _, p := range last {
+		if p.Key != metric || metric == "" {
+			continue
+		}
+		best, has := p.Value, false
+		if pts, err := v.backend.Series(ctx, r.ID, p.Stage, p.Key); err == nil {
+			for _, q := range pts {
+				if math.IsNaN(q.Value) || math.IsInf(q.Value, 0) {
+					continue
+				}
+				if !has || (goal == "max" && q.Value > best) || (goal != "max" && q.Value < best) {
+					best, has = q.Value, true
+				}
+			}
+		}
+		res = fmt.Sprintf("%s %s", metric, formatValue(best))
+	}
+	if res == "" {
+		if s, ok := latestObjective(last); ok {
+			res = s
+		}
+	}
+	if r.State == engine.Failed && r.Error != "" {
+		res = joinNonEmpty(" · ", res, firstLine(r.Error))
+	}
+	v.mu.Lock()
+	v.results[r.ID] = res
+	v.mu.Unlock()
+	return res
 }
 
 func (v *Board) apply(m boardModel) {
@@ -305,13 +480,17 @@ func (v *Board) apply(m boardModel) {
 		v.emptyT.SetText(reason)
 		v.empty.Show()
 		v.cards.Hide()
+		v.window.Hide()
 	} else {
 		v.empty.Hide()
 		v.cards.Show()
+		v.window.Show()
 	}
 	// Cards are kept and updated in place so a refresh allocates little.
 	for len(v.views) < len(m.cards) {
-		v.views = append(v.views, newGPUCardView())
+		c := newGPUCardView()
+		c.setSpan(v.span)
+		v.views = append(v.views, c)
 	}
 	if len(v.cards.Objects) != len(m.cards) {
 		objs := make([]fyne.CanvasObject, len(m.cards))
@@ -321,13 +500,29 @@ func (v *Board) apply(m boardModel) {
 		v.cards.Objects = objs
 		v.cards.Refresh()
 	}
+	at := m.snap.At
+	if at.IsZero() {
+		at = time.Now()
+	}
 	for i, c := range m.cards {
-		h := append(v.hist[c.uuid], c.util)
-		if len(h) > sparkSamples {
-			h = h[len(h)-sparkSamples:]
+		var h []gpumon.Point
+		if v.History != nil {
+			h = v.History(c.uuid)
+		} else {
+			// No sampler: keep what the board has seen.
+			h = append(v.hist[c.uuid], gpumon.Point{At: at, Util: float32(c.util * 100), MemUsedMiB: c.memUsed})
+			if cut := len(h) - int(time.Hour/time.Second); cut > 0 {
+				h = h[cut:]
+			}
+			v.hist[c.uuid] = h
 		}
-		v.hist[c.uuid] = h
-		v.views[i].set(c, h)
+		v.views[i].set(c, h, at)
+	}
+	v.procs.set(m.procs, len(m.cards) > 0)
+	cols := v.cardsLayout.columns(max(1, len(m.cards)), v.cards.Size().Width)
+	if shape := fmt.Sprint(len(m.cards), len(m.procs), m.gpuErr != nil, cols); shape != v.shape {
+		v.shape = shape
+		v.gpuBox.Refresh() // what is shown changed: lay it out again
 	}
 
 	v.mu.Lock()
@@ -338,12 +533,50 @@ func (v *Board) apply(m boardModel) {
 	} else {
 		v.counts.SetText(m.counts)
 	}
-	if len(m.queue) == 0 {
-		v.noRuns.Show()
-	} else {
-		v.noRuns.Hide()
+	if empty := len(m.queue) == 0; empty != v.noRuns.Visible() {
+		if empty {
+			v.noRuns.Show()
+		} else {
+			v.noRuns.Hide()
+		}
+		v.queueBox.Refresh() // the list moves up or down
 	}
 	v.list.Refresh()
+	v.showRecent(m.recent)
+}
+
+// showRecent fills the strip of recently finished runs.
+func (v *Board) showRecent(items []finishedItem) {
+	var objs []fyne.CanvasObject
+	for _, it := range items {
+		id := it.id
+		text := it.template + " · " + shortID(it.id)
+		if it.result != "" {
+			text += " · " + it.result
+		}
+		btn := widget.NewButton(text, func() {
+			if v.OnOpen != nil {
+				v.OnOpen(id)
+			}
+		})
+		btn.Importance = widget.LowImportance
+		objs = append(objs, container.NewHBox(container.NewCenter(chip(string(it.state), it.state)), btn))
+	}
+	if len(objs) == 0 {
+		hint := widget.NewLabel("none in the last 6 hours")
+		hint.Importance = widget.LowImportance
+		objs = append(objs, hint)
+	}
+	v.recent.Objects = objs
+	v.recent.Refresh()
+}
+
+// shortID drops a run ID's date ("194640-5e1879" of "20261129-194640-5e1879").
+func shortID(id string) string {
+	if _, rest, ok := strings.Cut(id, "-"); ok && strings.Contains(rest, "-") {
+		return rest
+	}
+	return id
 }
 
 func (v *Board) queueLen() int {
@@ -363,6 +596,44 @@ func (v *Board) updateQueueRow(i widget.ListItemID, o fyne.CanvasObject) {
 	o.(*queueRow).set(it)
 }
 
+// cardsLayout puts the GPU cards in as many columns of at least min points
+// as the width takes (no more than there are cards), filling the width.
+type cardsLayout struct {
+	min, height float32
+	width       float32 // the width last laid out at, for MinSize's rows
+}
+
+func (l *cardsLayout) columns(n int, width float32) int {
+	gap := theme.Padding()
+	return max(1, min(n, int((width+gap)/(l.min+gap))))
+}
+
+func (l *cardsLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	if len(objs) == 0 {
+		return
+	}
+	gap := theme.Padding()
+	l.width = size.Width
+	cols := l.columns(len(objs), size.Width)
+	w := (size.Width - gap*float32(cols-1)) / float32(cols)
+	w = min(w, l.min*1.6) // a lone card does not stretch across a wide screen
+	for i, o := range objs {
+		o.Move(fyne.NewPos(float32(i%cols)*(w+gap), float32(i/cols)*(l.height+gap)))
+		o.Resize(fyne.NewSize(w, l.height))
+	}
+}
+
+func (l *cardsLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	if len(objs) == 0 {
+		return fyne.NewSize(0, 0)
+	}
+	// As many rows as the last width needed (the board lays itself out
+	// again when that changes; see Board.apply).
+	cols := l.columns(len(objs), max(l.width, l.min))
+	rows := (len(objs) + cols - 1) / cols
+	return fyne.NewSize(l.min, float32(rows)*l.height+float32(rows-1)*theme.Padding())
+}
+
 // gpuCardView draws one GPU.
 type gpuCardView struct {
 	root   fyne.CanvasObject
@@ -372,8 +643,7 @@ type gpuCardView struct {
 	util   *meter
 	mem    *meter
 	stats  *widget.Label
-	spark  *canvas.Raster
-	hist   []float64 // drawn by spark
+	hist   *historyChart
 	runs   *widget.Label
 	health *widget.Label
 	utilT  string
@@ -392,27 +662,28 @@ func newGPUCardView() *gpuCardView {
 	c.util = newMeter()
 	c.mem = newMeter()
 	c.stats = widget.NewLabel("")
-	c.spark = canvas.NewRaster(func(w, h int) image.Image { return sparkline(c.hist, w, h, accent) })
-	c.spark.SetMinSize(fyne.NewSize(100, 26))
+	c.hist = newHistoryChart()
 	c.runs = widget.NewLabel("")
 	c.runs.Truncation = fyne.TextTruncateEllipsis
 	c.health = widget.NewLabel("")
 	c.health.Importance = widget.DangerImportance
 	c.health.Hide()
-	body := container.NewVBox(
-		container.NewBorder(nil, nil, nil, container.NewCenter(c.sim), c.title),
-		c.util, c.mem,
-		container.NewHBox(c.stats, layout.NewSpacer(), c.health),
-		c.spark,
-		c.runs,
+	body := container.NewBorder(
+		container.NewVBox(
+			container.NewBorder(nil, nil, nil, container.NewCenter(c.sim), c.title),
+			c.util, c.mem,
+			container.NewHBox(c.stats, layout.NewSpacer(), c.health)),
+		c.runs, nil, nil,
+		c.hist,
 	)
 	c.root = container.NewStack(c.bg, container.NewPadded(body))
 	return c
 }
 
-func (c *gpuCardView) set(m gpuCardModel, hist []float64) {
-	c.hist = hist
-	c.spark.Refresh()
+func (c *gpuCardView) setSpan(d time.Duration) { c.hist.setSpan(d) }
+
+func (c *gpuCardView) set(m gpuCardModel, hist []gpumon.Point, now time.Time) {
+	c.hist.set(hist, m.memTotal, now)
 	c.title.SetText(m.title)
 	if m.simulated {
 		c.sim.Show()
@@ -439,30 +710,41 @@ func clamp01(x float64) float64 {
 	return math.Max(0, math.Min(1, x))
 }
 
-// queueRow is one active run on the board: its template and ID, its
-// stages as chips, and what it is doing or why it waits.
+// queueRow is one active run on the board: its template and ID, the
+// parameters that tell it apart, its stages, a progress bar when the
+// workload reports its total, and what it is doing or why it waits.
 type queueRow struct {
 	widget.BaseWidget
-	title  *widget.Label
-	id     *widget.Label
-	chips  *fyne.Container
-	badge  *fyne.Container
-	detail *widget.Label
-	box    fyne.CanvasObject
+	title    *widget.Label
+	id       *widget.Label
+	chips    *stageStrip
+	badge    *fyne.Container
+	detail   *widget.Label
+	params   *widget.Label
+	progress *widget.ProgressBar
+	head     *fyne.Container
+	box      fyne.CanvasObject
 }
 
 func newQueueRow() fyne.CanvasObject {
 	r := &queueRow{
-		title:  widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		id:     widget.NewLabel(""),
-		chips:  container.NewHBox(),
-		badge:  container.NewHBox(),
-		detail: widget.NewLabel(""),
+		title:    widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		id:       widget.NewLabel(""),
+		chips:    newStageStrip(),
+		badge:    container.NewHBox(),
+		detail:   widget.NewLabel(""),
+		params:   widget.NewLabel(""),
+		progress: widget.NewProgressBar(),
 	}
 	r.id.Importance = widget.LowImportance
 	r.detail.Truncation = fyne.TextTruncateEllipsis
-	head := container.NewBorder(nil, nil, container.NewHBox(r.title, r.id), container.NewHBox(r.badge, r.chips))
-	r.box = container.NewVBox(head, r.detail)
+	r.params.Truncation = fyne.TextTruncateEllipsis
+	r.params.Importance = widget.LowImportance
+	r.params.SizeName = theme.SizeNameCaptionText
+	r.progress.TextFormatter = func() string { return "" }
+	r.head = container.New(&headLayout{strip: r.chips}, container.NewHBox(r.badge), container.NewHBox(r.title, r.id), r.chips)
+	bar := container.NewGridWrap(fyne.NewSize(140, 12), r.progress)
+	r.box = container.NewVBox(r.head, container.NewBorder(nil, nil, container.NewCenter(bar), nil, r.detail), r.params)
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -472,8 +754,7 @@ func (r *queueRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpl
 func (r *queueRow) set(it queueItem) {
 	r.title.SetText(it.template)
 	r.id.SetText(it.id)
-	r.chips.Objects = stageChips(it.stages)
-	r.chips.Refresh()
+	r.chips.set(it.stages)
 	var badges []fyne.CanvasObject
 	if it.anomalies > 0 {
 		col := stateColor(engine.Cancelled)
@@ -488,11 +769,28 @@ func (r *queueRow) set(it queueItem) {
 	}
 	r.badge.Objects = badges
 	r.badge.Refresh()
-	if it.state == engine.Queued {
+	switch {
+	case it.state == engine.Queued:
 		r.detail.Importance = widget.WarningImportance
 		r.detail.SetText("waiting — " + it.detail)
-	} else {
+	case it.waits:
+		r.detail.Importance = widget.WarningImportance
+		r.detail.SetText(it.detail)
+	default:
 		r.detail.Importance = widget.MediumImportance
 		r.detail.SetText(it.detail)
 	}
+	if it.progress >= 0 {
+		r.progress.SetValue(it.progress)
+		r.progress.Show()
+	} else {
+		r.progress.Hide()
+	}
+	r.params.SetText(it.params)
+	if it.params == "" {
+		r.params.Hide()
+	} else {
+		r.params.Show()
+	}
+	r.head.Refresh()
 }

@@ -1,19 +1,36 @@
 // Package ui holds Niuma's Fyne views: the main window's navigation
-// ([Shell]: Board, Runs, Templates, Settings, and the launch [Wizard] on
-// Ctrl+N), the live [Board] (a card per GPU and the queue of active runs
-// with the shepherd's reasons), the runs list with its run detail (stages,
-// a live metric curve drawn by niuma/plot with a log-y toggle, the GPUs
-// each stage last ran on, a searchable tail of a stage's log, anomalies
-// with their fix and, for a run's own anomalies, "Retry with the fix"), and
-// the "Export report…" dialog. The app's look is [NewTheme]: Fyne's default
-// theme (light or dark, following the system) with Niuma's accent.
+// ([Shell]: Board, Runs, Archive, Templates, Settings, the launch [Wizard]
+// on Ctrl+N, and notifications shown in the window — a toast and the
+// bell's list — and on the desktop when its notification service answers).
+//
+//   - The [Board] is nvitop's view with the runs: a card per GPU with its
+//     utilisation and memory now and over the last 5, 15 or 60 minutes
+//     (the sampler's history), the processes on the GPUs with their user,
+//     command, memory and run, the active runs with their progress and
+//     why they wait, and the runs that finished lately.
+//   - The Runs page ([MainView]) groups a sweep's runs under a header and
+//     shows the selected run: a header with its parameters and the error
+//     line of a failed stage, an interactive chart (chart.go) of every
+//     attempt of a metric — hover values, drag to zoom, smoothing, step,
+//     relative or wall time, log y — and tabs for the stages (a DAG
+//     picture), the anomalies (with "Retry with the fix"), the log and the
+//     metrics; "Export report…" writes a report.
+//   - The [ArchiveView] is every run, with a column per parameter, sweeps
+//     grouped, compare, delete, and the hyperparameter view (objective
+//     against each parameter, parallel coordinates; a click opens a run).
+//
+// Every dialog answers Enter and Escape (keys.go). The app's look is
+// [NewTheme]: Fyne's default theme (light or dark, following the system)
+// with Niuma's accent.
 //
 // ui depends on the engine's public API and read models only — through the
 // [Backend] interface, which *engine.Engine satisfies — and on gpumon's
-// snapshot types, and on sentinel's anomaly kinds and parameter changes;
-// never on storage or on an executor. It must build and
-// test with CGO_ENABLED=0, so it never imports fyne.io/fyne/v2/app.
-// Templates reach the wizard through [Options.Templates], which the app
-// fills; reports are rendered by a [ReportExporter] the app hands in.
-// Updates from background goroutines reach widgets only through fyne.Do.
+// snapshot types, sentinel's anomaly kinds and parameter changes, and
+// shepherd's FirstFit (whether this machine could ever hold a run); never
+// on storage or on an executor. It must build and test with
+// CGO_ENABLED=0, so it never imports fyne.io/fyne/v2/app. Templates, the
+// sampler's history and process look-ups reach it through [Options], which
+// the app fills; reports are rendered by a [ReportExporter] the app hands
+// in. Updates from background goroutines reach widgets only through
+// fyne.Do.
 package ui

@@ -38,11 +38,11 @@ var exportFormats = []exportFormat{
 
 // exportForm holds the export dialog's widgets, for tests.
 type exportForm struct {
-	format  *widget.Select
-	page    *widget.RadioGroup
-	curves  *widget.Check
-	logs    *widget.Check
-	compare *widget.CheckGroup
+	format  *keySelect
+	page    *keySelect
+	curves  *keyCheck
+	logs    *keyCheck
+	compare *checkSet
 }
 
 // exportChoice is what the user picked in the export dialog.
@@ -96,14 +96,13 @@ func (v *MainView) onExport() {
 	for i, f := range exportFormats {
 		labels[i] = f.label
 	}
-	format := widget.NewSelect(labels, nil)
+	format := newKeySelect(labels, nil)
 	format.SetSelectedIndex(0)
-	page := widget.NewRadioGroup([]string{"A4", "Letter"}, nil)
-	page.Horizontal = true
+	page := newKeySelect([]string{"A4", "Letter"}, nil)
 	page.SetSelected("A4")
-	curves := widget.NewCheck("Metric charts", nil)
+	curves := newKeyCheck("Metric charts", nil)
 	curves.SetChecked(true)
-	logs := widget.NewCheck("Logs of failed stages", nil)
+	logs := newKeyCheck("Logs of failed stages", nil)
 	logs.SetChecked(true)
 	format.OnChanged = func(string) {
 		if exportFormats[format.SelectedIndex()].format == "pdf" {
@@ -118,14 +117,16 @@ func (v *MainView) onExport() {
 		widget.NewFormItem("Include", container.NewVBox(curves, logs)),
 	}
 	compareIDs := map[string]string{} // label → run ID
-	compare := widget.NewCheckGroup(nil, nil)
+	var labelsOf []string
 	for _, r := range others {
 		label := fmt.Sprintf("%s · %s", r.ID, r.State)
 		compareIDs[label] = r.ID
-		compare.Append(label)
+		labelsOf = append(labelsOf, label)
 	}
+	compare := newCheckSet(labelsOf, nil)
+	compare.box = container.NewVBox(compare.box.Objects...)
 	if len(others) > 0 {
-		scroll := container.NewVScroll(compare)
+		scroll := container.NewVScroll(compare.box)
 		scroll.SetMinSize(fyne.NewSize(0, min(float32(len(others)), 5)*36))
 		items = append(items, widget.NewFormItem("Compare with", scroll))
 	}
@@ -141,7 +142,7 @@ func (v *MainView) onExport() {
 		c.opt = report.Options{Page: strings.ToLower(page.Selected), NoCurves: !curves.Checked, NoLogs: !logs.Checked}
 		v.saveDialog("report-"+id+c.format.ext, func(w fyne.URIWriteCloser, err error) {
 			if err != nil {
-				dialog.ShowError(err, v.win)
+				showError(err, v.win)
 				return
 			}
 			if w == nil {
@@ -153,7 +154,7 @@ func (v *MainView) onExport() {
 	d.Resize(fyne.NewSize(460, 0))
 	v.exportDialog = d
 	v.exportForm = exportForm{format: format, page: page, curves: curves, logs: logs, compare: compare}
-	d.Show()
+	showWithKeys(d, v.win, d.Submit, d.Hide)
 }
 
 // showSaveDialog is the default saveDialog: Fyne's file save dialog.
@@ -176,7 +177,7 @@ func (v *MainView) exportTo(ids []string, c exportChoice, w fyne.URIWriteCloser)
 			bar.Stop()
 			progress.Hide()
 			if err != nil {
-				dialog.ShowError(err, v.win)
+				showError(err, v.win)
 			} else {
 				v.status.SetText("Exported the report to " + w.URI().Path())
 			}

@@ -157,7 +157,7 @@ func TestExportComparesWithChosenRuns(t *testing.T) {
 	b.mu.Unlock()
 	v.Reload(context.Background())
 	test.Tap(v.export)
-	require.Equal(t, []string{"r2 · failed", "r3 · succeeded"}, v.exportForm.compare.Options, "runs of the same template only")
+	require.Equal(t, []string{"r2 · failed", "r3 · succeeded"}, v.exportForm.compare.choices, "runs of the same template only")
 	v.exportForm.compare.SetSelected([]string{"r3 · succeeded"})
 	v.exportDialog.Submit()
 	require.NoError(t, waitExport(t, v))

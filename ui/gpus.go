@@ -36,11 +36,12 @@ func (d *runDetail) showGPUs(selected bool, gpus []engine.GPUUsage) {
 	d.gpuBox.Show()
 }
 
-// gpuNames labels the simulated ones among GPU UUIDs.
-func (d *runDetail) gpuNames(uuids []string) []string {
+// gpuNames labels the simulated ones among GPU names, given with the
+// UUIDs they stand for.
+func (d *runDetail) gpuNames(names, uuids []string) []string {
 	out := make([]string, len(uuids))
 	for i, u := range uuids {
-		out[i] = u
+		out[i] = names[i]
 		if d.simulated[u] {
 			out[i] += " (simulated)"
 		}

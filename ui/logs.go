@@ -21,6 +21,7 @@ type logView struct {
 	attempt int
 	text    string
 	note    string
+	failed  bool // the stage failed: its tail opens at the end, where the error is
 }
 
 // pickLogStage chooses the stage whose log to show: the user's choice when
@@ -64,7 +65,7 @@ func (c *logCache) read(ctx context.Context, b Backend, r engine.RunInfo, chosen
 	if !ok {
 		return logView{note: "This run has no stages."}
 	}
-	v := logView{stage: st.Name, attempt: st.Attempts}
+	v := logView{stage: st.Name, attempt: st.Attempts, failed: st.State == engine.Failed}
 	for _, s := range r.Stages {
 		v.stages = append(v.stages, s.Name)
 	}
@@ -128,4 +129,65 @@ func filterLog(text, q string) string {
 		keep = keep[:len(keep)-1]
 	}
 	return strings.Join(keep, "\n") + "\n"
+}
+
+// lastErrorLine is the line that says why a stage failed: the last
+// non-empty line of its stderr (a Python traceback ends with the
+// exception and its message), else of its stdout.
+func lastErrorLine(tail string) string {
+	out, errPart, hasErr := strings.Cut(tail, engine.StderrMarker+"\n")
+	if !hasErr {
+		out, errPart, hasErr = strings.Cut(tail, engine.StderrMarker)
+	}
+	for _, part := range []string{errPart, out} {
+		lines := strings.Split(strings.TrimRight(part, "\n"), "\n")
+		for i := len(lines) - 1; i >= 0; i-- {
+			if l := strings.TrimSpace(lines[i]); l != "" && l != engine.StderrMarker {
+				return l
+			}
+		}
+		if !hasErr {
+			break
+		}
+	}
+	return ""
+}
+
+// failCache keeps the error line of a run's failed stage: a finished
+// attempt's log does not change, so it is read once.
+type failCache struct {
+	mu    sync.Mutex
+	lines map[string]string // "run/stage/attempt" -> line
+}
+
+// line is "stage: last error line" for the run's first failed stage with
+// an attempt, or "".
+func (c *failCache) line(ctx context.Context, b Backend, r engine.RunInfo) string {
+	for _, s := range r.Stages {
+		if s.State != engine.Failed || s.Attempts == 0 {
+			continue
+		}
+		key := fmt.Sprintf("%s/%s/%d", r.ID, s.Name, s.Attempts)
+		c.mu.Lock()
+		l, ok := c.lines[key]
+		c.mu.Unlock()
+		if !ok {
+			tail, err := b.LogTail(ctx, r.ID, s.Name, s.Attempts, 40)
+			if err != nil {
+				return ""
+			}
+			l = lastErrorLine(tail)
+			if l != "" {
+				l = s.Name + ": " + l
+			}
+			c.mu.Lock()
+			if c.lines == nil {
+				c.lines = map[string]string{}
+			}
+			c.lines[key] = l
+			c.mu.Unlock()
+		}
+		return l
+	}
+	return ""
 }

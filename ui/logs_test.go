@@ -82,12 +82,12 @@ func TestLogPaneFollowsTheRunningStage(t *testing.T) {
 	}}
 	v, _ := newTestView(t, b)
 	v.Reload(context.Background())
-	require.False(t, v.detail.logBox.Visible(), "no run selected: no log")
+	require.False(t, v.detail.body.Visible(), "no run selected: no log")
 	v.list.Select(0)
 	v.Reload(context.Background())
 
 	d := v.detail
-	require.True(t, d.logBox.Visible())
+	require.True(t, d.body.Visible())
 	require.Equal(t, "train", d.logStage.Selected, "the running stage is shown first")
 	require.Equal(t, []string{"prep", "train"}, d.logStage.Options)
 	require.Contains(t, d.logText.Text, "epoch 1 acc 0.8")
@@ -146,32 +146,6 @@ func TestLogPaneSaysWhyThereIsNoLog(t *testing.T) {
 	require.Empty(t, v.detail.logText.Text)
 }
 
-func TestLogYRedrawsTheCurve(t *testing.T) {
-	now := time.Now()
-	b := &fakeBackend{
-		runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Running, CreatedAt: now,
-			Stages: stages(engine.Running)}},
-		series: []engine.Point{{Stage: "train", Key: "val_acc", Step: 0, Value: 1}, {Stage: "train", Key: "val_acc", Step: 1, Value: 100}},
-	}
-	v, _ := newTestView(t, b)
-	v.SelectRun("r1")
-	v.Reload(context.Background())
-	linear := v.detail.curve.Image
-	require.NotNil(t, linear)
-
-	test.Tap(v.detail.logY)
-	v.mu.Lock()
-	require.True(t, v.logY)
-	v.mu.Unlock()
-	v.Reload(context.Background())
-	require.NotSame(t, linear, v.detail.curve.Image, "log y draws the curve again")
-	require.NotEqual(t, linear, v.detail.curve.Image, "on another scale")
-
-	test.Tap(v.detail.logY)
-	v.Reload(context.Background())
-	require.False(t, v.detail.logY.Checked)
-}
-
 func TestDetailShowsTheGPUsEachStageLastUsed(t *testing.T) {
 	now := time.Now()
 	b := &fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Running, CreatedAt: now, StartedAt: now,
@@ -188,8 +162,8 @@ func TestDetailShowsTheGPUsEachStageLastUsed(t *testing.T) {
 	v, _ := newTestView(t, b)
 	v.SelectRun("r1")
 	v.Reload(context.Background())
-	require.Contains(t, strings.Split(v.detail.info.Text, "\n"), "GPUs: 2, 3",
-		"the latest attempts' GPUs, each once, not a retried attempt's")
+	require.True(t, strings.HasSuffix(v.detail.idLine.Text, " · GPU 2, 3"),
+		"the latest attempts' GPUs, each once, not a retried attempt's: %q", v.detail.idLine.Text)
 	var gpuLines []string
 	for _, row := range v.detail.stages.Objects {
 		c, ok := row.(*fyne.Container)

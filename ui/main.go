@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"image"
 	"sort"
 	"strings"
 	"sync"
@@ -29,8 +28,11 @@ type Backend interface {
 	Subscribe(buf int) *engine.Subscription
 	Submit(ctx context.Context, spec engine.RunSpec) (engine.RunInfo, error)
 	Cancel(ctx context.Context, id string) error
-	// Series is one metric's points of a run, for the run view's curve.
+	// Series is one metric's points of a run from its latest attempt,
+	// and AttemptSeries the same from every attempt (ordered by attempt,
+	// then step), for the run view's curves.
 	Series(ctx context.Context, runID, stage, key string) ([]engine.Point, error)
+	AttemptSeries(ctx context.Context, runID, stage, key string) ([]engine.Point, error)
 	// GPUs is the machine's GPUs now, for the board.
 	GPUs(ctx context.Context) (gpumon.Snapshot, error)
 	// Executors names the executors a run can be launched on.
@@ -58,19 +60,13 @@ type gpuHistory interface {
 	GPUUsage(ctx context.Context, runID string) ([]engine.GPUUsage, error)
 }
 
-// Launcher prepares the run the "New run" action submits.
-type Launcher struct {
-	Name string                         // what the action says it launches
-	Spec func() (engine.RunSpec, error) // the run to submit
-}
-
 // listLimit bounds the runs the window lists; the archive view will page.
 const listLimit = 500
 
-// MainView is the first window: the runs, live, and a way to launch one.
+// MainView is the Runs page: the runs, live, grouped by sweep, and the
+// selected run's view.
 type MainView struct {
 	backend Backend
-	launch  Launcher
 	win     fyne.Window
 
 	list    *widget.List
@@ -85,18 +81,23 @@ type MainView struct {
 
 	// OnClone, when set, opens the wizard prefilled from a run; the
 	// "Clone…" button shows only then.
-	OnClone  func(engine.RunInfo)
-	mu       sync.Mutex       // guards runs and selected, read by list callbacks
+	OnClone func(engine.RunInfo)
+	// OnNewRun opens the launch wizard ("New run…"); without it the
+	// button is disabled.
+	OnNewRun func()
+	mu       sync.Mutex       // guards rows, runs and selected, read by list callbacks
 	runs     []engine.RunInfo // the runs listed: all of them, filtered
+	rows     []runsItem       // what the list shows: sweep headers and runs
 	all      []engine.RunInfo // every run read
+	folded   map[string]bool  // sweeps whose runs are hidden under their header
 	selected string
 	query    *widget.Entry  // search: template, ID or parameter text
 	stateSel *widget.Select // filter by state
 	metric   string         // the curve the user picked, "stage/key"
-	logY     bool           // the curve's Y axis is logarithmic
 	curves   curveCache
 	logStage string   // the stage whose log the user picked
 	logs     logCache // the last log tail read
+	fails    failCache
 
 	reloads chan struct{}
 
@@ -109,12 +110,16 @@ type MainView struct {
 	exported     chan error
 }
 
-// NewMainView builds the window's content. Call Start to make it live.
-func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
-	v := &MainView{backend: b, launch: launch, win: win, reloads: make(chan struct{}, 1)}
+// NewMainView builds the Runs page. Call Start to make it live.
+func NewMainView(b Backend, win fyne.Window) *MainView {
+	v := &MainView{backend: b, win: win, reloads: make(chan struct{}, 1), folded: map[string]bool{}}
 	v.status = widget.NewLabel("")
 	v.status.Truncation = fyne.TextTruncateEllipsis
-	v.newRun = widget.NewButtonWithIcon("New run: "+launch.Name, theme.ContentAddIcon(), v.onNewRun)
+	v.newRun = widget.NewButtonWithIcon("New run…", theme.ContentAddIcon(), func() {
+		if v.OnNewRun != nil {
+			v.OnNewRun()
+		}
+	})
 	v.newRun.Importance = widget.HighImportance
 	v.cancel = widget.NewButtonWithIcon("Cancel run", theme.CancelIcon(), v.onCancel)
 	v.cancel.Disable()
@@ -135,12 +140,6 @@ func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
 		v.mu.Unlock()
 		v.requestReload()
 	}
-	v.detail.onLogY = func(on bool) {
-		v.mu.Lock()
-		v.logY = on
-		v.mu.Unlock()
-		v.requestReload()
-	}
 	v.detail.onLogStage = func(stage string) {
 		v.mu.Lock()
 		v.logStage = stage
@@ -150,10 +149,23 @@ func NewMainView(b Backend, launch Launcher, win fyne.Window) *MainView {
 	v.list = widget.NewList(v.listLen, newRunRow, v.updateRow)
 	v.list.OnSelected = func(i widget.ListItemID) {
 		v.mu.Lock()
-		if i < len(v.runs) {
-			v.selected = v.runs[i].ID
+		var it runsItem
+		if i < len(v.rows) {
+			it = v.rows[i]
 		}
 		v.mu.Unlock()
+		switch {
+		case it.group != nil:
+			// A sweep's header folds or unfolds its runs.
+			v.list.Unselect(i)
+			v.mu.Lock()
+			v.folded[it.group.id] = !v.folded[it.group.id]
+			v.mu.Unlock()
+			v.refilter()
+			return
+		case it.run != nil:
+			v.pick(it.run.ID)
+		}
 		v.updateExport()
 		v.requestReload()
 	}
@@ -210,8 +222,8 @@ func (v *MainView) Start(ctx context.Context) {
 
 // SelectRun shows the run with this ID in the detail pane.
 func (v *MainView) SelectRun(id string) {
+	v.pick(id)
 	v.mu.Lock()
-	v.selected = id
 	idx := -1
 	for i, r := range v.runs {
 		if r.ID == id {
@@ -220,11 +232,46 @@ func (v *MainView) SelectRun(id string) {
 	}
 	v.mu.Unlock()
 	if idx >= 0 {
-		v.list.Select(idx)
-		v.list.ScrollTo(idx)
+		v.mu.Lock()
+		if sw := v.runs[idx].Sweep; sw != "" {
+			delete(v.folded, sw) // a run asked for is shown, not folded away
+		}
+		v.mu.Unlock()
+		v.refilter()
+		if row := v.rowOf(id); row >= 0 {
+			v.list.Select(row)
+			v.list.ScrollTo(row)
+		}
 	}
 	v.updateExport()
 	v.requestReload()
+}
+
+// pick makes id the selected run. Until it is read, the actions that
+// work on the selected run (Clone, Cancel) wait: they must never act on
+// the run shown before.
+func (v *MainView) pick(id string) {
+	v.mu.Lock()
+	changed := v.selected != id
+	v.selected = id
+	v.mu.Unlock()
+	if changed {
+		v.selInfo = nil
+		v.clone.Disable()
+		v.cancel.Disable()
+	}
+}
+
+// rowOf is the list row showing run id, or -1.
+func (v *MainView) rowOf(id string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i, it := range v.rows {
+		if it.run != nil && it.run.ID == id {
+			return i
+		}
+	}
+	return -1
 }
 
 func (v *MainView) requestReload() {
@@ -239,11 +286,13 @@ type snapshot struct {
 	runs      []engine.RunInfo
 	sel       *engine.RunInfo
 	metrics   []engine.Point
-	curve     image.Image // the chosen metric of the selected run
-	curveKey  string      // its "stage/key"
+	curve     curveData // the chosen metric of the selected run, every attempt
 	anomalies []engine.AnomalyInfo
 	gpus      []engine.GPUUsage
 	log       logView // the log pane's stage and text
+	failLine  string  // the failed stage's last error line
+	readID    string  // the run selected when the reload began
+	selErr    error   // why it could not be read
 	err       error
 }
 
@@ -256,7 +305,9 @@ func (v *MainView) Reload(ctx context.Context) {
 	sel := v.selected
 	v.mu.Unlock()
 	if sel != "" && s.err == nil {
+		s.readID = sel
 		r, err := v.backend.Run(ctx, sel)
+		s.selErr = err
 		if err == nil {
 			s.sel = &r
 			s.metrics, _ = v.backend.LastMetrics(ctx, sel)
@@ -265,13 +316,13 @@ func (v *MainView) Reload(ctx context.Context) {
 				s.gpus, _ = gh.GPUUsage(ctx, sel)
 			}
 			v.mu.Lock()
-			chosen, logY, logStage := v.metric, v.logY, v.logStage
+			chosen, logStage := v.metric, v.logStage
 			v.mu.Unlock()
 			if st, key := pickMetric(s.metrics, chosen); key != "" {
-				s.curveKey = st + "/" + key
-				s.curve, _ = v.curves.renderCurve(ctx, v.backend, sel, st, key, isDark(), logY)
+				s.curve, _ = v.curves.read(ctx, v.backend, r, st, key, s.metrics)
 			}
 			s.log = v.logs.read(ctx, v.backend, r, logStage)
+			s.failLine = v.fails.line(ctx, v.backend, r)
 		}
 	}
 	fyne.Do(func() { v.apply(s) })
@@ -284,8 +335,25 @@ func (v *MainView) apply(s snapshot) {
 	}
 	v.mu.Lock()
 	v.all = s.runs
+	// Only the run this reload tried to read, and could not, is gone: the
+	// user may have picked another one while it read.
+	gone := s.readID != "" && s.readID == v.selected && s.selErr != nil && !listed(s.runs, s.readID)
+	if gone {
+		// The run was deleted (or cannot be read): nothing stays selected.
+		v.selected = ""
+	}
+	stale := !gone && s.readID != v.selected // another run was picked meanwhile
 	v.mu.Unlock()
+	if gone {
+		v.list.UnselectAll()
+		v.updateExport()
+	}
 	v.refilter()
+	v.status.SetText(summary(s.runs))
+	if stale {
+		v.requestReload() // the next reload reads the run now picked
+		return
+	}
 	v.selInfo = s.sel
 	if s.sel != nil {
 		v.clone.Enable()
@@ -297,15 +365,27 @@ func (v *MainView) apply(s snapshot) {
 		v.detail.onRetryFix = v.onRetryFix
 	}
 	v.detail.showGPUs(s.sel != nil, s.gpus) // before show: it labels simulated GPUs
-	v.detail.show(s.sel, s.metrics, s.anomalies)
-	v.detail.showCurve(s.sel != nil, s.metrics, s.curveKey, s.curve)
-	v.detail.showLog(s.sel != nil, s.log)
+	v.detail.show(s.sel, s.metrics, s.anomalies, s.failLine)
+	v.detail.showCurve(s.sel != nil, s.metrics, s.curve)
+	if s.sel != nil {
+		v.detail.showLog(true, s.log, s.sel.ID)
+	}
 	if s.sel != nil && !s.sel.State.Done() && !s.sel.CancelRequested {
 		v.cancel.Enable()
 	} else {
 		v.cancel.Disable()
 	}
 	v.status.SetText(summary(s.runs))
+}
+
+// listed reports whether a run is among runs.
+func listed(runs []engine.RunInfo, id string) bool {
+	for _, r := range runs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // stateFilters are the runs list's state choices; the first shows all.
@@ -317,6 +397,7 @@ func (v *MainView) refilter() {
 	state := v.stateSel.Selected
 	v.mu.Lock()
 	v.runs = filterRuns(v.all, q, state)
+	v.rows = groupRuns(v.runs, v.folded)
 	v.mu.Unlock()
 	v.list.Refresh()
 }
@@ -373,42 +454,24 @@ func summary(runs []engine.RunInfo) string {
 func (v *MainView) listLen() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return len(v.runs)
+	return len(v.rows)
 }
 
 func (v *MainView) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	v.mu.Lock()
-	if i >= len(v.runs) {
+	if i >= len(v.rows) {
 		v.mu.Unlock()
 		return
 	}
-	r := v.runs[i]
+	it := v.rows[i]
+	folded := it.group != nil && v.folded[it.group.id]
 	v.mu.Unlock()
-	o.(*runRow).set(r, time.Now())
-}
-
-func (v *MainView) onNewRun() {
-	spec, err := v.launch.Spec()
-	if err != nil {
-		dialog.ShowError(err, v.win)
+	row := o.(*runRow)
+	if it.group != nil {
+		row.setGroup(*it.group, folded)
 		return
 	}
-	v.newRun.Disable()
-	go func() {
-		r, err := v.backend.Submit(context.Background(), spec)
-		fyne.Do(func() {
-			v.newRun.Enable()
-			if err != nil {
-				dialog.ShowError(err, v.win)
-				return
-			}
-			v.mu.Lock()
-			v.selected = r.ID
-			v.mu.Unlock()
-			v.status.SetText("Launched " + r.ID)
-		})
-		v.requestReload()
-	}()
+	row.set(*it.run, time.Now(), it.differ)
 }
 
 // onRetryFix opens the wizard on a run with an anomaly's fix applied, for
@@ -425,7 +488,7 @@ func (v *MainView) onDismiss(anomalyID int64) {
 	v.mu.Unlock()
 	go func() {
 		if err := v.backend.Dismiss(context.Background(), id, anomalyID); err != nil {
-			fyne.Do(func() { dialog.ShowError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
+			fyne.Do(func() { showError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
 		}
 		v.requestReload()
 	}()
@@ -438,28 +501,30 @@ func (v *MainView) onCancel() {
 	if id == "" {
 		return
 	}
-	dialog.ShowConfirm("Cancel run?", "Stop run "+id+"? Running stages get SIGTERM, then SIGKILL after a grace period.", func(ok bool) {
+	showConfirm(v.win, "Cancel run?", "Stop run "+id+"? Running stages get SIGTERM, then SIGKILL after a grace period.", "Stop it", "Keep it running", func(ok bool) {
 		if !ok {
 			return
 		}
 		v.cancel.Disable()
 		go func() {
 			if err := v.backend.Cancel(context.Background(), id); err != nil {
-				fyne.Do(func() { dialog.ShowError(err, v.win) })
+				fyne.Do(func() { showError(err, v.win) })
 			}
 			v.requestReload()
 		}()
-	}, v.win)
+	})
 }
 
-// runRow is one line of the runs list.
+// runRow is one line of the runs list: a run (its state, template, the
+// parameters that tell it apart, its stages) or a sweep's header.
 type runRow struct {
 	widget.BaseWidget
 	title   *widget.Label
 	sub     *widget.Label
 	state   *fyne.Container
-	chips   *fyne.Container
+	chips   *stageStrip
 	elapsed *widget.Label
+	head    *fyne.Container
 	box     fyne.CanvasObject
 }
 
@@ -468,31 +533,79 @@ func newRunRow() fyne.CanvasObject {
 		title:   widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		sub:     widget.NewLabel(""),
 		state:   container.NewHBox(),
-		chips:   container.NewHBox(),
+		chips:   newStageStrip(),
 		elapsed: widget.NewLabel(""),
 	}
+	r.title.Truncation = fyne.TextTruncateEllipsis
 	r.sub.Importance = widget.LowImportance
 	r.sub.SizeName = theme.SizeNameCaptionText
 	r.sub.Truncation = fyne.TextTruncateEllipsis
-	// The second line (ID and parameters) takes the row's whole width, so
-	// that the parameters telling a sweep's runs apart have room.
-	head := container.NewBorder(nil, nil, container.NewHBox(r.title, container.NewCenter(r.state)), container.NewCenter(r.chips))
-	r.box = container.NewVBox(head, container.NewBorder(nil, nil, nil, r.elapsed, r.sub))
+	// The state comes first and the stages take what width is left (as
+	// dots when their names do not fit), so nothing covers anything; the
+	// second line (ID and parameters) takes the row's whole width.
+	r.head = container.New(&headLayout{title: r.title, strip: r.chips}, container.NewCenter(r.state), r.title, r.chips)
+	r.box = container.NewVBox(r.head, container.NewBorder(nil, nil, nil, r.elapsed, r.sub))
 	r.ExtendBaseWidget(r)
 	return r
 }
 
 func (r *runRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(r.box) }
 
-func (r *runRow) set(info engine.RunInfo, now time.Time) {
-	r.title.SetText(info.Template)
-	// The parameters tell the runs of a sweep apart.
-	r.sub.SetText(strings.Join(append([]string{info.ID}, info.ParamPairs()...), " · "))
+// set shows a run; differ names the parameters that set it apart from the
+// other runs of its sweep (nil: show all of them).
+func (r *runRow) set(info engine.RunInfo, now time.Time, differ []string) {
+	title := info.Template
+	if info.Sweep != "" {
+		title = "    " + title // under its sweep's header
+	}
+	r.title.SetText(title)
+	r.title.TextStyle = fyne.TextStyle{Bold: true}
+	r.sub.SetText(strings.Join(append([]string{info.ID}, paramPairs(info.Params, differ)...), " · "))
 	r.state.Objects = []fyne.CanvasObject{chip(string(info.State), info.State)}
 	r.state.Refresh()
-	r.chips.Objects = stageChips(info.Stages)
-	r.chips.Refresh()
+	r.chips.set(info.Stages)
+	r.chips.Show()
 	r.elapsed.SetText(elapsedText(info, now))
+	r.head.Refresh() // the widths depend on the texts just set
+}
+
+// setGroup shows a sweep's header: how many runs, over what, and how they
+// stand; folded says whether its runs are hidden.
+func (r *runRow) setGroup(g sweepGroup, folded bool) {
+	arrow := "▾ "
+	if folded {
+		arrow = "▸ "
+	}
+	r.title.SetText(fmt.Sprintf("%sSweep of %d runs · %s", arrow, len(g.runs), g.template))
+	r.title.TextStyle = fyne.TextStyle{Bold: true}
+	over := "the same values"
+	if len(g.differ) > 0 {
+		over = strings.Join(g.differ, " × ")
+	}
+	r.sub.SetText("over " + over + " · " + stateCounts(g.runs))
+	r.state.Objects = nil
+	r.state.Refresh()
+	r.chips.Hide()
+	r.elapsed.SetText(g.started)
+	r.head.Refresh()
+}
+
+// paramPairs writes params as "name=value", sorted by name; only the names
+// in keep when keep is not nil.
+func paramPairs(params map[string]any, keep []string) []string {
+	var out []string
+	if keep == nil {
+		for _, k := range sortedParamKeys(params) {
+			out = append(out, k+"="+formatParam(params[k]))
+		}
+		return out
+	}
+	for _, k := range keep {
+		if x, ok := params[k]; ok {
+			out = append(out, k+"="+formatParam(x))
+		}
+	}
+	return out
 }
 
 func elapsedText(info engine.RunInfo, now time.Time) string {

@@ -44,6 +44,20 @@ func (f *fakeBackend) Series(_ context.Context, runID, stage, key string) ([]eng
 	return f.series, nil
 }
 
+// AttemptSeries gives the same points as Series, each of attempt 1 unless
+// it says otherwise.
+func (f *fakeBackend) AttemptSeries(ctx context.Context, runID, stage, key string) ([]engine.Point, error) {
+	pts, _ := f.Series(ctx, runID, stage, key)
+	out := make([]engine.Point, len(pts))
+	for i, p := range pts {
+		if p.Attempt == 0 {
+			p.Attempt = 1
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
 func (f *fakeBackend) GPUs(context.Context) (gpumon.Snapshot, error) { return f.snap, nil }
 
 func (f *fakeBackend) Provenance(_ context.Context, spec engine.RunSpec) (engine.Provenance, error) {
@@ -161,7 +175,7 @@ func newTestView(t *testing.T, b *fakeBackend) (*MainView, fyne.Window) {
 	test.NewTempApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
-	v := NewMainView(b, Launcher{Name: "demo", Spec: func() (engine.RunSpec, error) { return engine.RunSpec{Priority: 7}, nil }}, w)
+	v := NewMainView(b, w)
 	w.SetContent(v.Content())
 	w.Resize(fyne.NewSize(1000, 600))
 	return v, w
@@ -216,32 +230,14 @@ func TestRunsListShowsEachStageState(t *testing.T) {
 	v.list.Select(0)
 	v.Reload(context.Background())
 	require.Contains(t, v.detail.title.Text, "running")
-	require.Contains(t, texts(v.detail.content), "train · val_acc = 0.973 (step 29)")
-	require.Contains(t, texts(v.detail.content), "    Fix: lower the learning rate", "an anomaly says what to do")
+	require.Contains(t, texts(v.detail.metrics), "train · val_acc = 0.973 (step 29)")
+	require.Contains(t, texts(v.detail.anomalies), "    Fix: lower the learning rate", "an anomaly says what to do")
+	require.Equal(t, "Anomalies (1)", v.detail.anomItem.Text, "the tab counts what stands")
 	require.False(t, v.cancel.Disabled(), "a running run can be cancelled")
 
 	v.list.Select(1)
 	v.Reload(context.Background())
 	require.True(t, v.cancel.Disabled(), "a finished run cannot")
-}
-
-func TestNewRunSubmitsTheLauncherSpec(t *testing.T) {
-	b := &fakeBackend{}
-	v, _ := newTestView(t, b)
-	v.Reload(context.Background())
-	require.Equal(t, "No runs yet. Launch one with New run.", v.status.Text)
-
-	sub := b.Subscribe(8) // the view re-reads after a submit; wait for the submit itself
-	defer sub.Close()
-	test.Tap(v.newRun)
-	require.Eventually(t, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.submitted) == 1
-	}, 5*time.Second, 10*time.Millisecond)
-	require.Equal(t, 7, b.submitted[0].Priority)
-	v.Reload(context.Background())
-	require.Equal(t, 1, v.list.Length())
 }
 
 func TestCancelAsksFirst(t *testing.T) {

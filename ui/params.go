@@ -22,18 +22,18 @@ type paramField struct {
 	t       *template.Template
 	changed func() // called after every edit, to revalidate the step
 
-	entry  *widget.Entry  // float, int, string
-	slider *widget.Slider // float/int with both bounds
-	check  *widget.Check  // bool
-	sel    *widget.Select // choice
+	entry  *keyEntry  // float, int, string
+	slider *keySlider // float/int with both bounds
+	check  *keyCheck  // bool
+	sel    *keySelect // choice
 
-	sweep       *widget.Check
-	sweepEntry  *widget.Entry      // numbers and strings: "a, b, c" or "a..b" / "a..b:step" for ints
-	sweepChoice *widget.CheckGroup // choice and bool
-	single      *fyne.Container    // shown when not sweeping
-	multi       *fyne.Container    // shown when sweeping
-	problem     *widget.Label      // the validation error, red
-	syncing     bool               // slider and entry are updating each other
+	sweep       *keyCheck
+	sweepEntry  *keyEntry       // numbers and strings: "a, b, c" or "a..b" / "a..b:step" for ints
+	sweepChoice *checkSet       // choice and bool
+	single      *fyne.Container // shown when not sweeping
+	multi       *fyne.Container // shown when sweeping
+	problem     *widget.Label   // the validation error, red
+	syncing     bool            // slider and entry are updating each other
 	box         fyne.CanvasObject
 }
 
@@ -49,19 +49,17 @@ func newParamField(t *template.Template, p template.Param, initial string, chang
 	var single fyne.CanvasObject
 	switch p.Type {
 	case template.KindBool:
-		f.check = widget.NewCheck("", func(bool) { f.edited() })
+		f.check = newKeyCheck("", func(bool) { f.edited() })
 		f.check.Checked = initial == "true"
 		single = f.check
-		f.sweepChoice = widget.NewCheckGroup([]string{"true", "false"}, func([]string) { f.edited() })
-		f.sweepChoice.Horizontal = true
+		f.sweepChoice = newCheckSet([]string{"true", "false"}, func([]string) { f.edited() })
 	case template.KindChoice:
-		f.sel = widget.NewSelect(p.Choices, func(string) { f.edited() })
+		f.sel = newKeySelect(p.Choices, func(string) { f.edited() })
 		f.sel.Selected = initial
 		single = f.sel
-		f.sweepChoice = widget.NewCheckGroup(p.Choices, func([]string) { f.edited() })
-		f.sweepChoice.Horizontal = true
+		f.sweepChoice = newCheckSet(p.Choices, func([]string) { f.edited() })
 	default:
-		f.entry = widget.NewEntry()
+		f.entry = newKeyEntry()
 		f.entry.SetText(initial)
 		f.entry.OnChanged = func(string) { f.entryEdited() }
 		single = f.entry
@@ -71,18 +69,18 @@ func newParamField(t *template.Template, p template.Param, initial string, chang
 			entryBox := container.NewGridWrap(fyne.NewSize(120, f.entry.MinSize().Height), f.entry)
 			single = container.NewBorder(nil, nil, nil, entryBox, f.slider)
 		}
-		f.sweepEntry = widget.NewEntry()
+		f.sweepEntry = newKeyEntry()
 		f.sweepEntry.SetPlaceHolder(tuner.SweepHint(tuner.Kind(p.Type)))
 		f.sweepEntry.OnChanged = func(string) { f.edited() }
 	}
 	f.single = container.NewStack(single)
 	if f.sweepChoice != nil {
-		f.multi = container.NewStack(f.sweepChoice)
+		f.multi = container.NewStack(f.sweepChoice.box)
 	} else {
 		f.multi = container.NewStack(f.sweepEntry)
 	}
 	f.multi.Hide()
-	f.sweep = widget.NewCheck("sweep", func(on bool) {
+	f.sweep = newKeyCheck("sweep", func(on bool) {
 		if on {
 			f.single.Hide()
 			f.multi.Show()
@@ -128,12 +126,12 @@ func describeParam(p template.Param) string {
 
 // newSlider maps the parameter's range onto a slider, in log₁₀ space when
 // the schema asks for a log scale.
-func (f *paramField) newSlider() *widget.Slider {
+func (f *paramField) newSlider() *keySlider {
 	lo, hi := *f.p.Min, *f.p.Max
 	if f.p.Log && lo > 0 {
 		lo, hi = math.Log10(lo), math.Log10(hi)
 	}
-	s := widget.NewSlider(lo, hi)
+	s := newKeySlider(lo, hi)
 	s.Step = (hi - lo) / 400
 	if f.p.Type == template.KindInt && !f.p.Log {
 		s.Step = math.Max(1, math.Round((hi-lo)/400))
@@ -200,6 +198,41 @@ func (f *paramField) seedSweep() {
 		}
 	case f.sweepEntry != nil && f.sweepEntry.Text == "":
 		f.sweepEntry.SetText(f.entry.Text)
+	}
+}
+
+// reset puts the schema's default back, as a single value.
+func (f *paramField) reset() {
+	def := template.FormatValue(f.p.Default)
+	if f.sweep.Checked {
+		f.sweep.SetChecked(false)
+	}
+	switch {
+	case f.check != nil:
+		f.check.SetChecked(def == "true")
+	case f.sel != nil:
+		f.sel.SetSelected(def)
+	default:
+		f.entry.SetText(def)
+	}
+	if f.sweepEntry != nil {
+		f.sweepEntry.SetText("")
+	}
+	if f.sweepChoice != nil {
+		f.sweepChoice.SetSelected(nil)
+	}
+	f.edited()
+}
+
+// focusTarget is the widget the keyboard starts on in this field.
+func (f *paramField) focusTarget() fyne.Focusable {
+	switch {
+	case f.entry != nil:
+		return f.entry
+	case f.sel != nil:
+		return f.sel
+	default:
+		return f.check
 	}
 }
 

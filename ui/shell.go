@@ -17,6 +17,7 @@ import (
 
 	"niuma/engine"
 	"niuma/engine/template"
+	"niuma/gpumon"
 )
 
 // Options are what the app hands the window besides the engine.
@@ -27,6 +28,16 @@ type Options struct {
 	// TemplateDir is where the user's own templates live, for the
 	// Templates page's hint.
 	TemplateDir string
+	// DesktopNotifications says whether the desktop's notification
+	// service answers (D-Bus on Linux) and, when not, why; nil: assume it
+	// does. Notifications always show inside the window too.
+	DesktopNotifications func() (ok bool, why string)
+	// GPUHistory is the sampler's recent history of a GPU (oldest first),
+	// for the board's utilisation and memory charts; nil: none kept.
+	GPUHistory func(uuid string) []gpumon.Point
+	// ProcessInfo names the user and command of a process on a GPU, for
+	// the board's process table; nil: shown as unknown.
+	ProcessInfo func(pid int) (user, command string)
 }
 
 // Shell is the main window: navigation between the Board, the Runs, the
@@ -50,6 +61,10 @@ type Shell struct {
 	content   fyne.CanvasObject
 
 	notifyCheck *widget.Check
+	notices     *notices
+	desktopOK   atomic.Bool // the desktop's notification service answers
+	desktopWhy  string
+	tmplCache   map[string]*template.Template // parsed templates by name, for the archive's schema look-ups
 
 	// archiveShown is set while the Archive page is on screen: run
 	// events reload it then (and only then: the read is heavy).
@@ -62,17 +77,30 @@ type Shell struct {
 // NewShell builds the main window's content over runs, a view built with
 // NewMainView, which becomes the Runs page.
 func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
-	s := &Shell{backend: b, opts: opts, win: win, Runs: runs, remember: map[string]map[string]string{}}
+	s := &Shell{backend: b, opts: opts, win: win, Runs: runs, remember: map[string]map[string]string{}, tmplCache: map[string]*template.Template{}}
 	s.Board = NewBoard(b)
 	s.Board.OnOpen = s.OpenRun
+	s.Board.History = opts.GPUHistory
+	s.Board.ProcessInfo = opts.ProcessInfo
+	s.Board.Objective = s.objectiveOf
 	runs.OnClone = s.CloneRun
+	runs.OnNewRun = s.OpenWizard
 	s.Archive = NewArchiveView(b, win)
 	s.Archive.OnOpen = s.OpenRun
+	s.Archive.ParamLog = s.paramLog
+	s.notices = newNotices(win)
+	s.notices.onOpen = s.OpenRun
+	s.desktopOK.Store(true)
+	if opts.DesktopNotifications != nil {
+		ok, why := opts.DesktopNotifications()
+		s.desktopOK.Store(ok)
+		s.desktopWhy = why
+	}
 
 	newRun := widget.NewButtonWithIcon("New run…", theme.ContentAddIcon(), s.OpenWizard)
 	newRun.Importance = widget.HighImportance
 	s.Pull = newPullIndicator()
-	boardPage := container.NewBorder(container.NewPadded(container.NewBorder(nil, nil, nil, newRun, s.Pull.Content())), nil, nil, nil, s.Board.Content())
+	boardPage := container.NewBorder(container.NewPadded(container.NewBorder(nil, nil, nil, container.NewHBox(s.notices.bell, newRun), s.Pull.Content())), nil, nil, nil, s.Board.Content())
 
 	s.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Board", theme.ComputerIcon(), boardPage),
@@ -91,7 +119,7 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 			go s.Archive.Reload(context.Background())
 		}
 	}
-	s.content = s.tabs
+	s.content = container.NewStack(s.tabs, s.notices.layer)
 	if win != nil {
 		win.Canvas().AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault},
 			func(fyne.Shortcut) { s.OpenWizard() })
@@ -152,9 +180,13 @@ func (s *Shell) OpenRun(id string) {
 	s.Runs.SelectRun(id)
 }
 
-// onEvent notifies the desktop of an engine event and, while the Archive
-// page is on screen, reloads it when a run appears or changes state.
+// onEvent notifies of an engine event (in the window, and on the desktop
+// when it can) and, while the Archive page is on screen, reloads it when a
+// run appears or changes state.
 func (s *Shell) onEvent(ctx context.Context, ev engine.Event) {
+	if n, ok := noteFor(ev); ok {
+		fyne.Do(func() { s.notices.add(n) })
+	}
 	s.notify(ev)
 	if s.archiveShown.Load() && (ev.Kind == engine.RunSubmitted || ev.Kind == engine.RunChanged) {
 		s.Archive.reloadSoon(ctx)
@@ -169,32 +201,47 @@ const prefNotify = "notifications.off"
 func (s *Shell) notify(ev engine.Event) {
 	n := notification(ev)
 	app := fyne.CurrentApp()
-	if n == nil || app == nil || app.Preferences().Bool(prefNotify) {
+	if n == nil || app == nil || app.Preferences().Bool(prefNotify) || !s.desktopOK.Load() {
 		return
 	}
 	app.SendNotification(n)
 }
 
-// notification is what the desktop says about an engine event, or nil
-// when the event is not worth interrupting anyone for.
-func notification(ev engine.Event) *fyne.Notification {
-	switch {
-	case ev.Kind == engine.RunChanged && ev.State == engine.Succeeded:
-		return fyne.NewNotification("Run finished", "Run "+ev.RunID+" succeeded.")
-	case ev.Kind == engine.RunChanged && ev.State == engine.Failed:
-		msg := "Run " + ev.RunID + " failed."
-		if ev.Reason != "" {
-			msg += " " + ev.Reason
-		}
-		return fyne.NewNotification("Run failed", msg)
-	case ev.Kind == engine.AnomalyRaised && ev.Reason != "":
-		where := ev.RunID
-		if ev.Stage != "" {
-			where += "/" + ev.Stage
-		}
-		return fyne.NewNotification("Trouble in "+where, ev.Reason)
+// template is a template by name, parsed once (nil when it cannot be).
+func (s *Shell) template(name string) *template.Template {
+	if t, ok := s.tmplCache[name]; ok {
+		return t
 	}
-	return nil
+	var t *template.Template
+	if s.opts.Templates != nil {
+		es, _ := s.opts.Templates()
+		for _, e := range es {
+			if e.Name == name && e.Err == nil && e.Load != nil {
+				t, _ = e.Load()
+			}
+		}
+	}
+	s.tmplCache[name] = t
+	return t
+}
+
+// paramLog says whether a template's schema puts a parameter on a log
+// scale.
+func (s *Shell) paramLog(tmpl, param string) (log, known bool) {
+	t := s.template(tmpl)
+	if t == nil {
+		return false, false
+	}
+	p, ok := t.Param(param)
+	return p.Log, ok
+}
+
+// objectiveOf is a template's objective, for the board's finished runs.
+func (s *Shell) objectiveOf(tmpl string) (metric, goal string) {
+	if t := s.template(tmpl); t != nil {
+		return t.Objective.Metric, t.Objective.Goal
+	}
+	return "", ""
 }
 
 // CloneRun opens the wizard on a run's template with its parameters,
@@ -202,12 +249,11 @@ func notification(ev engine.Event) *fyne.Notification {
 func (s *Shell) CloneRun(r engine.RunInfo) {
 	values := map[string]string{}
 	for k, x := range r.Params {
-		values[k] = template.FormatValue(x)
+		values[k] = formatParam(x)
 	}
-	s.remember[r.Template] = values
 	s.OpenWizard()
-	if err := s.wizard.Preset(r.Template, r.Priority, r.Executor); err != nil {
-		dialog.ShowError(err, s.win)
+	if err := s.wizard.Preset(r.Template, values, r.Priority, r.Executor); err != nil {
+		showError(err, s.win)
 	}
 }
 
@@ -217,7 +263,7 @@ func (s *Shell) loadTemplates() {
 	} else {
 		es, err := s.opts.Templates()
 		if err != nil && s.win != nil {
-			dialog.ShowError(fmt.Errorf("listing templates: %w", err), s.win)
+			showError(fmt.Errorf("listing templates: %w", err), s.win)
 		}
 		s.entries = es
 	}
@@ -231,7 +277,7 @@ func (s *Shell) OpenWizard() {
 	s.loadTemplates()
 	s.wizard = NewWizard(s.backend, s.entries, s.remember, func(ids []string, err error) {
 		if err != nil {
-			dialog.ShowError(err, s.win)
+			showError(err, s.win)
 		}
 		if len(ids) > 0 {
 			s.Show("Board")
@@ -245,8 +291,24 @@ func (s *Shell) OpenWizard() {
 	s.wizard.Win = s.win
 	s.wizard.OnOpenRun = s.OpenRun
 	s.wizardDlg = dialog.NewCustomWithoutButtons("New run", s.wizard.Content(), s.win)
-	s.wizardDlg.Resize(fyne.NewSize(940, 660))
-	s.wizardDlg.Show()
+	s.wizardDlg.Resize(wizardSize(s.win))
+	w := s.wizard
+	w.selectFirst()
+	showWithKeys(s.wizardDlg, s.win, w.Enter, w.Cancel)
+	w.focus()
+}
+
+// wizardSize fits the wizard in the window: 940×660 where there is room.
+func wizardSize(win fyne.Window) fyne.Size {
+	want := fyne.NewSize(940, 660)
+	if win == nil {
+		return want
+	}
+	have := win.Canvas().Size()
+	if have.Width < 10 {
+		return want
+	}
+	return fyne.NewSize(min(want.Width, have.Width-40), min(want.Height, have.Height-40))
 }
 
 func (s *Shell) templatesPage() fyne.CanvasObject {
@@ -294,7 +356,12 @@ func (s *Shell) settingsPage() fyne.CanvasObject {
 		"Executors: " + strings.Join(s.backend.Executors(), ", "),
 		"Simulated GPUs (NIUMA_SIMULATE_GPUS): " + sim,
 		"",
-		"Keyboard: Ctrl+N opens the launch wizard.",
+		"Keyboard: Ctrl+N opens the launch wizard; in every dialog Enter confirms and Escape cancels.",
+	}
+	if s.desktopOK.Load() {
+		lines = append(lines, "Desktop notifications: available (they also show in the window, under the bell).")
+	} else {
+		lines = append(lines, "Desktop notifications: unavailable ("+s.desktopWhy+"); they show in the window, under the bell on the Board.")
 	}
 	l := widget.NewLabel(strings.Join(lines, "\n"))
 	l.Wrapping = fyne.TextWrapWord
@@ -305,6 +372,9 @@ func (s *Shell) settingsPage() fyne.CanvasObject {
 	})
 	if app := fyne.CurrentApp(); app != nil {
 		s.notifyCheck.Checked = !app.Preferences().Bool(prefNotify)
+	}
+	if !s.desktopOK.Load() {
+		s.notifyCheck.Disable() // nothing to turn on: the window's own notices stay
 	}
 	return container.NewPadded(container.NewVBox(widget.NewLabelWithStyle("Settings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), s.notifyCheck, l))
 }

@@ -19,7 +19,7 @@ func newTestShell(t *testing.T, b *fakeBackend) (*Shell, fyne.Window) {
 	test.NewTempApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
-	runs := NewMainView(b, Launcher{Name: "demo", Spec: func() (engine.RunSpec, error) { return engine.RunSpec{}, nil }}, w)
+	runs := NewMainView(b, w)
 	s := NewShell(b, runs, Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
@@ -65,41 +65,31 @@ func TestOpenRunShowsItsCurve(t *testing.T) {
 	require.Equal(t, "Runs", s.tabs.Selected().Text)
 	s.Runs.Reload(context.Background())
 	d := s.Runs.detail
-	require.True(t, d.curveBox.Visible())
-	require.NotNil(t, d.curve.Image)
-	require.Greater(t, d.curve.Image.Bounds().Dx(), 500, "plot.Render drew the curve")
-	require.Equal(t, "train/val_acc", d.picker.Selected, "the run's metric is picked")
-}
-
-// BenchmarkRunCurve is the run view drawing a fresh curve of 100,000
-// points (a cache miss: new points arrived).
-func BenchmarkRunCurve(b *testing.B) {
-	test.NewTempApp(b)
-	pts := make([]engine.Point, 100_000)
-	for i := range pts {
-		pts[i] = engine.Point{Stage: "train", Key: "loss", Step: int64(i), Value: 2 / float64(i+1)}
-	}
-	fb := &fakeBackend{series: pts}
-	ctx := context.Background()
-	for b.Loop() {
-		var c curveCache
-		if _, err := c.renderCurve(ctx, fb, "r1", "train", "loss", true, false); err != nil {
-			b.Fatal(err)
-		}
-	}
+	require.True(t, d.body.Visible())
+	require.Equal(t, "train/val_acc", d.curves.picker.Selected, "the run's metric is picked")
+	require.Len(t, d.curves.chart.series, 1)
+	require.Len(t, d.curves.chart.series[0].ys, 50)
+	img, err := d.curves.chart.render(800, 400, 1)
+	require.NoError(t, err)
+	require.Equal(t, 800, img.Bounds().Dx(), "the chart is drawn at the size it has")
 }
 
 func TestCurveCacheSkipsUnchangedSeries(t *testing.T) {
 	test.NewTempApp(t)
 	fb := &fakeBackend{series: []engine.Point{{Stage: "train", Key: "loss", Step: 0, Value: 1}, {Stage: "train", Key: "loss", Step: 1, Value: 0.5}}}
+	r := engine.RunInfo{ID: "r1"}
+	last := []engine.Point{{Stage: "train", Key: "loss", Attempt: 1, Step: 1, Value: 0.5}}
 	var c curveCache
-	a, err := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false, false)
+	a, err := c.read(context.Background(), fb, r, "train", "loss", last)
 	require.NoError(t, err)
-	again, _ := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false, false)
-	require.Same(t, a, again, "no new point: the same image")
+	require.Len(t, a.series[0].ys, 2)
 	fb.series = append(fb.series, engine.Point{Stage: "train", Key: "loss", Step: 2, Value: 0.3})
-	fresh, _ := c.renderCurve(context.Background(), fb, "r1", "train", "loss", false, false)
-	require.NotSame(t, a, fresh, "a new point: drawn again")
+	again, _ := c.read(context.Background(), fb, r, "train", "loss", last)
+	require.Len(t, again.series[0].ys, 2, "no new last point: the series is not read again")
+	last[0].Step, last[0].Value = 2, 0.3
+	fresh, _ := c.read(context.Background(), fb, r, "train", "loss", last)
+	require.Len(t, fresh.series[0].ys, 3, "a new point: read again")
+	require.NotEqual(t, a.id, fresh.id)
 }
 
 func TestCloneOpensTheWizardPrefilled(t *testing.T) {

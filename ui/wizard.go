@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -55,28 +56,56 @@ type Wizard struct {
 
 	steps   []*widget.Label
 	body    *fyne.Container
-	back    *widget.Button
-	next    *widget.Button
-	launch  *widget.Button
-	cancel  *widget.Button
+	back    *keyButton
+	next    *keyButton
+	launch  *keyButton
+	cancel  *keyButton
 	status  *widget.Label
 	content fyne.CanvasObject
 
 	// template step
-	list     *widget.List
+	list     *keyList
 	selected int
 	about    *widget.Label
 	// parameters step
 	runCount *widget.Label
+	reset    *keyButton
+	preset   map[string]string // values a Clone or Retry brought, for this wizard only
 	// resources step
-	executor *widget.Select
-	priority *widget.Entry
-	seed     *widget.Entry
+	executor *keySelect
+	priority *keyEntry
+	seed     *keyEntry
 	resErr   *widget.Label
 	// review step
 	review  *widget.List
 	where   *widget.Label // where the runs would go, when the user should know
 	hostRun *widget.Check // the explicit choice of the host for a docker template that would wait
+	refusal error         // why the machine can never hold a run of the review
+}
+
+// keyList is a list whose Enter and Escape go to its dialog (Enter on the
+// template list goes on to the parameters).
+type keyList struct{ widget.List }
+
+func newKeyList(length func() int, create func() fyne.CanvasObject, update func(widget.ListItemID, fyne.CanvasObject)) *keyList {
+	l := &keyList{}
+	l.Length, l.CreateItem, l.UpdateItem = length, create, update
+	l.ExtendBaseWidget(l)
+	return l
+}
+
+func (l *keyList) TypedKey(ev *fyne.KeyEvent) {
+	if routeFrom(l, ev) {
+		return
+	}
+	l.List.TypedKey(ev)
+}
+
+func newKeyButton(label string, icon fyne.Resource, tapped func()) *keyButton {
+	b := &keyButton{}
+	b.Text, b.Icon, b.OnTapped = label, icon, tapped
+	b.ExtendBaseWidget(b)
+	return b
 }
 
 // autoExecutor is the executor choice that lets the engine decide.
@@ -95,24 +124,22 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 		w.steps = append(w.steps, l)
 	}
 	w.body = container.NewStack()
-	w.back = widget.NewButtonWithIcon("Back", theme.NavigateBackIcon(), func() { w.show(w.step - 1) })
-	w.next = widget.NewButtonWithIcon("Next", theme.NavigateNextIcon(), w.onNext)
+	w.back = newKeyButton("Back", theme.NavigateBackIcon(), func() { w.show(w.step - 1) })
+	w.next = newKeyButton("Next", theme.NavigateNextIcon(), w.onNext)
 	w.next.IconPlacement = widget.ButtonIconTrailingText
 	w.next.Importance = widget.HighImportance
-	w.launch = widget.NewButtonWithIcon("Launch", theme.MediaPlayIcon(), w.onLaunchTapped)
+	w.launch = newKeyButton("Launch", theme.MediaPlayIcon(), w.onLaunchTapped)
 	w.launch.Importance = widget.HighImportance
-	w.cancel = widget.NewButton("Cancel", func() {
-		if w.onClose != nil {
-			w.onClose()
-		}
-	})
+	w.cancel = newKeyButton("Cancel", nil, w.Cancel)
+	w.reset = newKeyButton("Reset to defaults", theme.ContentUndoIcon(), w.ResetToDefaults)
+	w.reset.Importance = widget.LowImportance
 	w.status = widget.NewLabel("")
 	w.status.Importance = widget.LowImportance
 	w.status.Truncation = fyne.TextTruncateEllipsis
 
 	w.about = widget.NewLabel("Pick a template to see what it does.")
 	w.about.Wrapping = fyne.TextWrapWord
-	w.list = widget.NewList(func() int { return len(w.entries) }, func() fyne.CanvasObject {
+	w.list = newKeyList(func() int { return len(w.entries) }, func() fyne.CanvasObject {
 		name := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		desc := widget.NewLabel("")
 		desc.Truncation = fyne.TextTruncateEllipsis
@@ -140,12 +167,12 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 	w.runCount = widget.NewLabelWithStyle("", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true})
 
 	execs := append([]string{autoExecutor}, b.Executors()...)
-	w.executor = widget.NewSelect(execs, func(string) {})
+	w.executor = newKeySelect(execs, func(string) {})
 	w.executor.Selected = autoExecutor
-	w.priority = widget.NewEntry()
+	w.priority = newKeyEntry()
 	w.priority.SetText("0")
 	w.priority.OnChanged = func(string) { w.validate() }
-	w.seed = widget.NewEntry()
+	w.seed = newKeyEntry()
 	w.seed.SetText("0")
 	w.seed.OnChanged = func(string) { w.validate() }
 	w.resErr = widget.NewLabel("")
@@ -186,6 +213,82 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 // Content is the wizard's root object.
 func (w *Wizard) Content() fyne.CanvasObject { return w.content }
 
+// selectFirst picks the first template that can be launched, so that Enter
+// goes straight on (a new user's first run is four Enters away).
+func (w *Wizard) selectFirst() {
+	for i, e := range w.entries {
+		if e.Err == nil && e.Load != nil {
+			w.list.Select(i)
+			return
+		}
+	}
+}
+
+// Cancel closes the wizard without launching anything (its Cancel
+// button, and Escape).
+func (w *Wizard) Cancel() {
+	if w.onClose != nil {
+		w.onClose()
+	}
+}
+
+// Enter is the wizard's answer to the Enter key: Next, or Launch on the
+// last step, when the step allows it.
+func (w *Wizard) Enter() {
+	switch {
+	case w.step < stepReview && !w.next.Disabled():
+		w.onNext()
+	case w.step == stepReview && !w.launch.Disabled():
+		w.onLaunchTapped()
+	}
+}
+
+// ResetToDefaults puts every parameter back to its template default and
+// the resources back to theirs: a fresh start after a Clone or Retry.
+func (w *Wizard) ResetToDefaults() {
+	w.preset = nil
+	for _, f := range w.fields {
+		f.reset()
+	}
+	w.priority.SetText("0")
+	w.seed.SetText("0")
+	w.executor.SetSelected(autoExecutor)
+	w.validate()
+}
+
+// focus puts the keyboard on the step's first control, so that the user
+// sees where typing goes (the focused control is outlined).
+func (w *Wizard) focus() {
+	c := w.canvas()
+	if c == nil {
+		return
+	}
+	switch w.step {
+	case stepTemplate:
+		c.Focus(w.list)
+	case stepParams:
+		if len(w.fields) > 0 {
+			c.Focus(w.fields[0].focusTarget())
+		}
+	case stepResources:
+		c.Focus(w.priority)
+	case stepReview:
+		c.Unfocus()
+	}
+}
+
+func (w *Wizard) canvas() fyne.Canvas {
+	if app := fyne.CurrentApp(); app != nil {
+		if c := app.Driver().CanvasForObject(w.list); c != nil {
+			return c
+		}
+	}
+	if w.Win != nil {
+		return w.Win.Canvas()
+	}
+	return nil
+}
+
 // sourceLabel says where a template comes from, briefly.
 func sourceLabel(source string) string {
 	if source == "bundled" || source == "" {
@@ -222,15 +325,21 @@ func specLine(s engine.RunSpec) string {
 	return line
 }
 
-// Preset picks a template by name and moves to its parameters, with the
-// given priority and executor ("" keeps automatic). The parameter values
-// come from the remembered values for that template.
-func (w *Wizard) Preset(name string, priority int, executor string) error {
+// Preset picks a template by name and moves to its parameters, filled
+// with values (a Clone or a Retry with the fix; nil: the remembered
+// ones) and the given priority and executor ("" keeps automatic). The
+// values are this wizard's only: the next New run starts afresh.
+func (w *Wizard) Preset(name string, values map[string]string, priority int, executor string) error {
 	for i, e := range w.entries {
 		if e.Name != name {
 			continue
 		}
-		w.list.Select(i)
+		w.preset = values
+		if w.selected == i {
+			w.pickTemplate(i) // already picked: build its fields again from the values
+		} else {
+			w.list.Select(i)
+		}
 		if w.tmpl == nil {
 			return fmt.Errorf("template %s cannot be loaded: %s", name, w.about.Text)
 		}
@@ -279,9 +388,44 @@ func (w *Wizard) pickTemplate(i widget.ListItemID) {
 func (w *Wizard) buildFields() {
 	w.fields = nil
 	last := w.remember[w.tmpl.Name]
-	for _, p := range w.tmpl.Params {
-		w.fields = append(w.fields, newParamField(w.tmpl, p, last[p.Name], func() { w.validate() }))
+	if w.preset != nil {
+		last = w.preset
 	}
+	gpus := w.usableGPUs()
+	for _, p := range w.tmpl.Params {
+		initial := last[p.Name]
+		if initial == "" && gpus > 0 && isGPUCount(w.tmpl, p) && template.FormatValue(p.Default) == "0" {
+			// A machine with GPUs (simulated ones too) runs a GPU-ready
+			// template on one, so that the shepherd's placement shows.
+			initial = "1"
+		}
+		w.fields = append(w.fields, newParamField(w.tmpl, p, initial, func() { w.validate() }))
+	}
+}
+
+// usableGPUs is how many healthy GPUs the machine has now.
+func (w *Wizard) usableGPUs() int {
+	snap, err := w.backend.GPUs(context.Background())
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, g := range snap.GPUs {
+		if g.Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+// isGPUCount reports whether a parameter sets how many GPUs a stage asks for.
+func isGPUCount(t *template.Template, p template.Param) bool {
+	for _, st := range t.Stages {
+		if st.GPUsParam == p.Name {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Wizard) show(step int) {
@@ -312,7 +456,7 @@ func (w *Wizard) show(step int) {
 		hint := widget.NewLabel("Tick \"sweep\" to try several values of a parameter: every combination becomes a run.")
 		hint.Importance = widget.LowImportance
 		hint.Wrapping = fyne.TextWrapWord
-		body = container.NewBorder(container.NewBorder(nil, nil, nil, w.runCount, hint), nil, nil, nil, container.NewVScroll(rows))
+		body = container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(w.reset, w.runCount), hint), nil, nil, nil, container.NewVScroll(rows))
 	case stepResources:
 		form := widget.NewForm(
 			widget.NewFormItem("Executor", w.executor),
@@ -326,9 +470,17 @@ func (w *Wizard) show(step int) {
 		body = container.NewVBox(form, note, w.resErr)
 	case stepReview:
 		w.specs, _ = w.buildSpecs()
+		w.refusal = w.neverFits(w.specs)
 		head := widget.NewLabelWithStyle(fmt.Sprintf("%d %s of %s will be queued:", len(w.specs), plural(len(w.specs), "run", "runs"), w.tmpl.Name),
 			fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		body = container.NewBorder(head, container.NewVBox(w.where, w.hostRun), nil, nil, w.review)
+		top := fyne.CanvasObject(head)
+		if w.refusal != nil {
+			why := widget.NewLabel(w.refusal.Error())
+			why.Importance = widget.DangerImportance
+			why.Wrapping = fyne.TextWrapWord
+			top = container.NewVBox(head, why)
+		}
+		body = container.NewBorder(top, container.NewVBox(w.where, w.hostRun), nil, nil, w.review)
 		w.review.Refresh()
 		w.checkPlacement()
 	}
@@ -347,6 +499,7 @@ func (w *Wizard) show(step int) {
 		w.launch.Hide()
 	}
 	w.validate()
+	w.focus()
 }
 
 func plural(n int, one, many string) string {
@@ -411,6 +564,9 @@ func (w *Wizard) stepError() error {
 		if len(w.specs) == 0 {
 			return errors.New("nothing to launch")
 		}
+		if w.refusal != nil {
+			return w.refusal
+		}
 	}
 	return nil
 }
@@ -467,8 +623,12 @@ func (w *Wizard) buildSpecs() ([]engine.RunSpec, error) {
 		}
 	}
 	var specs []engine.RunSpec
+	sweep := ""
+	if len(runs) > 1 {
+		sweep = engine.NewSweepID(time.Now()) // the runs show as one sweep
+	}
 	for _, v := range runs {
-		specs = append(specs, engine.RunSpec{Template: w.tmpl, Values: v, Seed: seed, Priority: prio, Executor: exec})
+		specs = append(specs, engine.RunSpec{Template: w.tmpl, Values: v, Seed: seed, Priority: prio, Executor: exec, Sweep: sweep})
 	}
 	return specs, nil
 }
@@ -570,7 +730,7 @@ func (w *Wizard) askAboutDuplicates(specs []engine.RunSpec, dup map[int]bool, fi
 		w.back.Enable()
 		w.launch.Enable()
 	}
-	open := widget.NewButton("Open it", func() {
+	openIt := func() {
 		reset()
 		if w.OnOpenRun != nil {
 			w.OnOpenRun(first.ID)
@@ -578,8 +738,10 @@ func (w *Wizard) askAboutDuplicates(specs []engine.RunSpec, dup map[int]bool, fi
 		if w.onClose != nil {
 			w.onClose()
 		}
-	})
-	newSeed := widget.NewButton("Run anyway with a new seed", func() {
+	}
+	open := newKeyButton("Open it", nil, openIt)
+	open.Importance = widget.HighImportance
+	newSeed := newKeyButton("Run anyway with a new seed", nil, func() {
 		d.Hide()
 		for i := range specs {
 			if dup[i] {
@@ -588,18 +750,39 @@ func (w *Wizard) askAboutDuplicates(specs []engine.RunSpec, dup map[int]bool, fi
 		}
 		w.submit(specs)
 	})
-	again := widget.NewButton("Run anyway", func() {
+	again := newKeyButton("Run anyway", nil, func() {
 		d.Hide()
 		w.submit(specs)
 	})
 	again.Importance = widget.LowImportance
-	cancel := widget.NewButton("Cancel", reset)
-	label := widget.NewLabel(msg)
+	cancel := newKeyButton("Cancel", nil, reset)
+	buttons := container.NewHBox(open, newSeed, again, cancel)
+	enter, hint := openIt, "Enter opens the earlier run; Escape goes back."
+	if len(dup) < len(specs) {
+		// Some points of a sweep are new: launching only those is what a
+		// sweep usually wants, and Enter does it.
+		var fresh []engine.RunSpec
+		for i, s := range specs {
+			if !dup[i] {
+				fresh = append(fresh, s)
+			}
+		}
+		onlyNew := func() {
+			d.Hide()
+			w.submit(fresh)
+		}
+		skip := newKeyButton(fmt.Sprintf("Launch only the %d new", len(fresh)), nil, onlyNew)
+		skip.Importance = widget.HighImportance
+		open.Importance = widget.MediumImportance
+		buttons = container.NewHBox(skip, open, newSeed, again, cancel)
+		enter, hint = onlyNew, fmt.Sprintf("Enter launches the %d new %s; Escape goes back.", len(fresh), plural(len(fresh), "run", "runs"))
+	}
+	label := widget.NewLabel(msg + "\n\n" + hint)
 	label.Wrapping = fyne.TextWrapWord
-	body := container.NewVBox(label, container.NewHBox(open, newSeed, again, cancel))
+	body := container.NewVBox(label, buttons)
 	d = dialog.NewCustomWithoutButtons("Already done", body, w.window())
-	d.Resize(fyne.NewSize(560, 180))
-	d.Show()
+	d.Resize(fyne.NewSize(720, 200))
+	showWithKeys(d, w.window(), enter, reset)
 }
 
 // window is where the wizard's dialogs go: Win, else the app's first window.

@@ -8,7 +8,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
@@ -283,9 +282,9 @@ func TestWizardAsksBeforeRepeatingADoneRun(t *testing.T) {
 	r.b.mu.Unlock()
 
 	// "Run anyway with a new seed".
-	var newSeed *widget.Button
+	var newSeed *keyButton
 	for _, o := range test.LaidOutObjects(r.win.Canvas().Overlays().Top()) {
-		if b, ok := o.(*widget.Button); ok && b.Text == "Run anyway with a new seed" {
+		if b, ok := o.(*keyButton); ok && b.Text == "Run anyway with a new seed" {
 			newSeed = b
 		}
 	}

@@ -33,8 +33,9 @@
 //	  - name: train                  # lowercase, digits, - _ (a directory name)
 //	    needs: [preprocess]          # stages that must succeed first
 //	    command: [python3, "${code}/train.py", --lr, "${params.lr}"]   # argv, no shell
-//	    gpus: 1
+//	    gpus: 1                      # or a parameter: gpus: ${params.gpus} (an int with min: 0)
 //	    gpu_memory: 2GiB             # per GPU; MiB, GiB, MB, GB, Mi, Gi...; a bare number is MiB
+//	                                 # (or ${params.NAME}: a string size or an int of MiB)
 //	    retries: 1
 //	    timeout: 30m
 //	    env: {OMP_NUM_THREADS: "2"}
@@ -50,6 +51,10 @@
 // EngineVars (${code}, ${run_dir}, ${stage_dir}, ${run_id}, ${stage},
 // ${seed}, and ${data} when the runtime names a data directory); the engine substitutes them with Expand, using
 // Values.ParamVars for the parameters. "$$" writes a literal "$".
+//
+// A stage's gpus and gpu_memory written as ${params.NAME} take each run's
+// value of that parameter: Stage.GPUsParam / GPUMemoryParam name it,
+// Stage.GPUs / GPUMemoryMiB hold its default, and NeedsOf gives a run's.
 //
 // Parameter values travel as Values: float64, int64, bool or string per
 // parameter. Resolve reads CLI-style strings (--set lr=0.1), Validate

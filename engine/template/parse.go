@@ -884,7 +884,7 @@ func (p *parser) stages(t *Template, f *fieldSet, params map[string]bool) {
 		p.addf(f.line("stages"), "stages is empty; add at least one stage, e.g. - {name: train, command: [python3, train.py]}")
 		return
 	}
-	refs := &refChecker{params: params, paramList: listNames(sortedKeys(params)), data: t.Runtime.Data != ""}
+	refs := &refChecker{params: params, paramList: listNames(sortedKeys(params)), data: t.Runtime.Data != "", tmpl: t}
 	var needs [][]needRef
 	first := map[string]int{} // stage name -> line of its first definition
 	for i, raw := range n.Content {
@@ -931,9 +931,17 @@ func (p *parser) stage(i int, raw *yaml.Node, refs *refChecker) (Stage, []needRe
 
 	p.command(&st, f, pre, refs)
 	nr := p.needs(&st, f, pre)
-	st.GPUs = p.count(f, "gpus", pre, maxGPUs)
+	if name, ok := resourceRef(f.get("gpus")); ok {
+		st.GPUsParam = name
+		st.GPUs = p.gpusParam(refs.tmpl, name, f.line("gpus"), pre)
+	} else {
+		st.GPUs = p.count(f, "gpus", pre, maxGPUs)
+	}
 	st.Retries = p.count(f, "retries", pre, maxRetries)
-	if n := f.get("gpu_memory"); n != nil {
+	if name, ok := resourceRef(f.get("gpu_memory")); ok {
+		st.GPUMemoryParam = name
+		st.GPUMemoryMiB = p.gpuMemoryParam(refs.tmpl, name, f.line("gpu_memory"), pre)
+	} else if n := f.get("gpu_memory"); n != nil {
 		if mib, err := ParseGPUMemory(scalarValue(n)); err != nil || n.Kind != yaml.ScalarNode {
 			if n.Kind != yaml.ScalarNode {
 				err = fmt.Errorf("must be a size such as 2GiB, not %s", kindName(n))
@@ -1152,12 +1160,65 @@ func (p *parser) env(st *Stage, f *fieldSet, pre string, refs *refChecker) {
 	}
 }
 
+// resourceRef reads a stage's gpus or gpu_memory written as a parameter,
+// "${params.NAME}", so that each run may ask for its own.
+func resourceRef(n *yaml.Node) (string, bool) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	v := strings.TrimSpace(n.Value)
+	name, ok := strings.CutPrefix(v, "${params.")
+	if !ok || !strings.HasSuffix(name, "}") {
+		return "", false
+	}
+	return strings.TrimSuffix(name, "}"), true
+}
+
+// gpusParam checks the parameter a stage's gpus names (a whole number,
+// never negative) and returns its default.
+func (p *parser) gpusParam(t *Template, name string, line int, pre string) int {
+	prm, ok := t.Param(name)
+	switch {
+	case !ok:
+		p.addf(line, "%sgpus refers to unknown parameter ${params.%s}; declare it under params, e.g. %s: {type: int, default: 0, min: 0}", pre, name, name)
+	case prm.Type != KindInt:
+		p.addf(line, "%sgpus refers to parameter %s, which is a %s: it must be an int", pre, name, prm.Type)
+	case prm.Min == nil || *prm.Min < 0:
+		p.addf(line, "%sgpus refers to parameter %s, which needs min: 0 (or more) so that no run asks for fewer than no GPUs", pre, name)
+	default:
+		if d, ok := asInt64(prm.Default); ok {
+			return int(min(d, maxGPUs))
+		}
+	}
+	return 0
+}
+
+// gpuMemoryParam checks the parameter a stage's gpu_memory names (a size
+// such as 4GiB, or an int of MiB) and returns its default in MiB.
+func (p *parser) gpuMemoryParam(t *Template, name string, line int, pre string) int64 {
+	prm, ok := t.Param(name)
+	if !ok {
+		p.addf(line, "%sgpu_memory refers to unknown parameter ${params.%s}; declare it under params, e.g. %s: {type: string, default: 4GiB}", pre, name, name)
+		return 0
+	}
+	if prm.Type != KindString && prm.Type != KindInt {
+		p.addf(line, "%sgpu_memory refers to parameter %s, which is a %s: it must be a string (a size such as 4GiB) or an int (MiB)", pre, name, prm.Type)
+		return 0
+	}
+	mib, err := memoryValue(prm.Default)
+	if err != nil {
+		p.addf(prm.Line, "parameter %s: default %s", name, err)
+	}
+	return mib
+}
+
 // refChecker checks the ${...} references of command arguments and env
 // values against the declared parameters and EngineVars.
 type refChecker struct {
 	params    map[string]bool
 	paramList string
-	data      bool // the runtime names a data directory
+	data      bool      // the runtime names a data directory
+	tmpl      *Template // its parameters, parsed before the stages
 }
 
 func (r *refChecker) check(p *parser, s string, line int, where string) {

@@ -68,9 +68,14 @@ type Stage struct {
 	Needs        []string // stages that must succeed first
 	GPUs         int
 	GPUMemoryMiB int64 // per-GPU memory the stage needs; 0 = unspecified
-	Retries      int
-	Timeout      time.Duration // 0 = none
-	Env          map[string]string
+	// GPUsParam and GPUMemoryParam name the parameters that set GPUs and
+	// GPUMemoryMiB per run (gpus: ${params.gpus}); GPUs and GPUMemoryMiB
+	// then hold their defaults. NeedsOf gives a run's values.
+	GPUsParam      string
+	GPUMemoryParam string
+	Retries        int
+	Timeout        time.Duration // 0 = none
+	Env            map[string]string
 	// Metrics are text rules for the stage's output (presets and patterns;
 	// JSON lines need none). TensorBoard and CSV are globs, relative to the
 	// run directory, of event files and CSV logs to read besides the usual

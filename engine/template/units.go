@@ -97,3 +97,44 @@ func parseTimeout(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// memoryValue reads a gpu_memory parameter's value: a size ("4GiB") or a
+// whole number of MiB.
+func memoryValue(x any) (int64, error) {
+	switch v := x.(type) {
+	case string:
+		return ParseGPUMemory(v)
+	default:
+		if i, ok := asInt64(v); ok && i >= 0 {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%v is not a size such as 4GiB", x)
+}
+
+// NeedsOf is what stage st of a run with values v asks of the GPUs: how
+// many, and how much memory on each (MiB). A stage that names parameters
+// for them (gpus: ${params.gpus}) takes the run's values; one that does
+// not, its fixed fields.
+func (t *Template) NeedsOf(st Stage, v Values) (gpus int, memMiB int64, err error) {
+	gpus, memMiB = st.GPUs, st.GPUMemoryMiB
+	if st.GPUsParam != "" {
+		if x, ok := v[st.GPUsParam]; ok {
+			n, ok := asInt64(x)
+			if !ok || n < 0 || n > maxGPUs {
+				return 0, 0, fmt.Errorf("stage %s: gpus = %v (parameter %s) must be a whole number from 0 to %d", st.Name, x, st.GPUsParam, maxGPUs)
+			}
+			gpus = int(n)
+		}
+	}
+	if st.GPUMemoryParam != "" {
+		if x, ok := v[st.GPUMemoryParam]; ok {
+			m, err := memoryValue(x)
+			if err != nil {
+				return 0, 0, fmt.Errorf("stage %s: gpu_memory (parameter %s): %w", st.Name, st.GPUMemoryParam, err)
+			}
+			memMiB = m
+		}
+	}
+	return gpus, memMiB, nil
+}

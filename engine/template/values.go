@@ -43,7 +43,22 @@ func (t *Template) Resolve(sets map[string]string) (Values, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := t.checkNeeds(v); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// checkNeeds checks the values that set stages' GPU needs (a gpu_memory
+// parameter must read as a size).
+func (t *Template) checkNeeds(v Values) error {
+	var errs []error
+	for _, st := range t.Stages {
+		if _, _, err := t.NeedsOf(st, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Validate checks typed values (e.g. from a UI) against the schema: every
@@ -71,6 +86,9 @@ func (t *Template) Validate(v Values) error {
 		if _, ok := t.Param(name); !ok {
 			errs = append(errs, t.unknownParam(name))
 		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, t.checkNeeds(v))
 	}
 	return errors.Join(errs...)
 }

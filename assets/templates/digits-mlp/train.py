@@ -1,7 +1,13 @@
 """Stage train: a one-hidden-layer MLP on the standardised digits.
 
 Prints one metrics line per epoch (step = epoch, 1-based):
-  {"step": 3, "loss": ..., "val_loss": ..., "val_acc": ..., "grad_norm": ..., "lr": ...}
+  {"step": 3, "loss": ..., "val_loss": ..., "val_acc": ..., "grad_norm": ..., "lr": ...,
+   "total_steps": 30}
+(total_steps is the number of epochs: Niuma's board shows the progress from it).
+
+Device: CUDA when the stage was given a GPU (CUDA_VISIBLE_DEVICES is not
+empty) and the installed torch has CUDA; the CPU otherwise (a simulated GPU
+has no CUDA device behind it).
 where loss is the mean training loss of the epoch and grad_norm the total L2
 norm of the gradients before each optimizer step, averaged over the epoch.
 
@@ -33,6 +39,9 @@ stop = ns.StopFlag()
 # shared (20-100x slower on a busy 2-core box); sleep instead. Must be set before
 # torch loads libgomp; an explicit OMP_WAIT_POLICY in the environment wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Deterministic cuBLAS (with torch.use_deterministic_algorithms) needs this
+# before CUDA starts; harmless on the CPU.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -61,6 +70,19 @@ def seed_everything(seed):
         torch.use_deterministic_algorithms(True)
     except Exception:  # older builds: best effort only
         pass
+
+
+def pick_device():
+    """CUDA when Niuma gave the stage a GPU and torch can use it."""
+    if not os.environ.get("CUDA_VISIBLE_DEVICES"):
+        return torch.device("cpu"), "cpu"
+    try:
+        if torch.cuda.is_available():
+            return torch.device("cuda"), "cuda (%s)" % torch.cuda.get_device_name(0)
+    except Exception as e:  # a broken driver: train on the CPU rather than fail
+        ns.warn("train: CUDA is not usable (%s); training on the CPU" % e)
+        return torch.device("cpu"), "cpu"
+    return torch.device("cpu"), "cpu (torch has no CUDA for GPU %s)" % os.environ["CUDA_VISIBLE_DEVICES"]
 
 
 def build_model(n_in, hidden, n_out):
@@ -99,14 +121,15 @@ def main():
     if not os.path.exists(data_path):
         ns.fail("%s not found: run the preprocess stage first" % data_path)
     d = np.load(data_path)
-    X_train = torch.from_numpy(d["X_train"])
-    y_train = torch.from_numpy(d["y_train"])
-    X_val = torch.from_numpy(d["X_val"])
-    y_val = torch.from_numpy(d["y_val"])
+    device, device_name = pick_device()
+    X_train = torch.from_numpy(d["X_train"]).to(device)
+    y_train = torch.from_numpy(d["y_train"]).to(device)
+    X_val = torch.from_numpy(d["X_val"]).to(device)
+    y_val = torch.from_numpy(d["y_val"]).to(device)
     n_in = X_train.shape[1]
     n_out = int(max(int(y_train.max()), int(y_val.max())) + 1)
 
-    model = build_model(n_in, p["hidden"], n_out)
+    model = build_model(n_in, p["hidden"], n_out).to(device)
     if p["optimizer"] == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=p["lr"])
     else:
@@ -134,7 +157,7 @@ def main():
             ck = None
     if ck is not None:
         if state.get("fingerprint") == fingerprint:
-            model.load_state_dict(ck["model"])
+            model.load_state_dict({k: v.to(device) for k, v in ck["model"].items()})
             opt.load_state_dict({"state": ck["optimizer"], "param_groups": state["optim_groups"]})
             gen.set_state(ck["generator"])
             history = list(state["history"])
@@ -174,8 +197,8 @@ def main():
 
     n = X_train.shape[0]
     bs = p["batch_size"]
-    ns.log("train: MLP %d-%d-%d, %s lr=%g, batch %d, %d epochs, seed %d, %d thread(s)" % (
-        n_in, p["hidden"], n_out, p["optimizer"], p["lr"], bs, p["epochs"], seed, threads))
+    ns.log("train: MLP %d-%d-%d, %s lr=%g, batch %d, %d epochs, seed %d, %d thread(s), on %s" % (
+        n_in, p["hidden"], n_out, p["optimizer"], p["lr"], bs, p["epochs"], seed, threads, device_name))
     model.train()
     diverged = False
     while epoch <= p["epochs"]:
@@ -191,7 +214,7 @@ def main():
                 checkpoint({"start": s, "loss_sum": loss_sum, "gn_sum": gn_sum, "nb": nb}, perm)
                 ns.warn("train: SIGTERM at epoch %d, checkpoint saved to %s; exiting" % (epoch, ckpt_path))
                 sys.exit(ns.EXIT_SIGTERM)
-            idx = perm[s:s + bs]
+            idx = perm[s:s + bs].to(device)
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(model(X_train[idx]), y_train[idx])
             if inject_nan and epoch == inject_nan:
@@ -209,7 +232,7 @@ def main():
         train_loss = loss_sum / max(nb, 1)
         vl, va = evaluate()
         ns.emit(epoch, loss=train_loss, val_loss=vl, val_acc=va,
-                grad_norm=gn_sum / max(nb, 1), lr=opt.param_groups[0]["lr"])
+                grad_norm=gn_sum / max(nb, 1), lr=opt.param_groups[0]["lr"], total_steps=p["epochs"])
         history.append({"epoch": epoch, "loss": train_loss, "val_loss": vl, "val_acc": va,
                         "grad_norm": gn_sum / max(nb, 1)})
         if diverged:
@@ -226,7 +249,7 @@ def main():
         ns.fail("training diverged: the loss became NaN/inf at epoch %d (%s, lr=%g). %s."
                 % (epoch, p["optimizer"], p["lr"], hint), code=ns.EXIT_DIVERGED)
 
-    save({"model": model.state_dict(), "n_in": n_in, "hidden": p["hidden"], "n_out": n_out},
+    save({"model": {k: v.cpu() for k, v in model.state_dict().items()}, "n_in": n_in, "hidden": p["hidden"], "n_out": n_out},
          os.path.join(out, "model.pt"))
     ns.write_json(hist_path, {"status": "ok", "epochs": history, "params": fingerprint})
     if os.path.exists(ckpt_path):

@@ -31,6 +31,10 @@ type handle struct {
 	exit    executor.Exit // set before done is closed
 }
 
+// ProcessGroup is the attempt's process group: the shim starts it as the
+// leader of a group of its own, so its id is the shim's pid.
+func (h *handle) ProcessGroup() int { return h.ref.PID }
+
 func (h *handle) Ref() string {
 	b, _ := json.Marshal(h.ref)
 	return string(b)

@@ -163,6 +163,8 @@ type Executor interface {
 	// owner died between recording the attempt and learning its Ref). It
 	// returns ErrNotLaunched when nothing was ever launched under the token,
 	// and ErrGone when the attempt existed but is gone without a status.
+	// An error matching ErrUnavailable (the backend's service is away)
+	// decides nothing: ask again when it is back.
 	Recover(ctx context.Context, job Job, ref string) (Handle, error)
 }
 
@@ -208,9 +210,14 @@ type ImagePreparer interface {
 }
 
 // Sweeper is implemented by backends whose attempts outlive Niuma as
-// objects of their own (containers). On start the engine passes the refs of
-// every attempt it drives; Sweep removes what else the backend finds
-// labelled as this install's and reports what it removed.
+// objects of their own (containers, cluster jobs). owned is the Token of
+// every attempt the archive knows, finished or not: Sweep never touches
+// what carries one of them (that is the engine's to recover), nor, for a
+// backend whose attempts it cannot stop safely, anything still running.
+// It removes or cancels what else the backend finds labelled as this
+// install's, and reports what, in words. Each backend says exactly what it
+// sweeps. A Ref in owned (what engines before tokens passed) names the one
+// attempt it refers to.
 type Sweeper interface {
 	Sweep(ctx context.Context, owned []string) (removed []string, err error)
 }

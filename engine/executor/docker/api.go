@@ -71,7 +71,10 @@ type WaitResult struct {
 
 // State is what the executor reads from an inspected container.
 type State struct {
-	ID        string
+	ID string
+	// Status is the daemon's word: "created" (never started), "running",
+	// "exited", "dead", …; "" from a daemon that did not say.
+	Status    string
 	Running   bool
 	ExitCode  int
 	OOMKilled bool
@@ -81,10 +84,11 @@ type State struct {
 
 // Summary is one listed container.
 type Summary struct {
-	ID     string
-	Name   string
-	State  string
-	Labels map[string]string
+	ID      string
+	Name    string
+	State   string // "created", "running", "exited", …
+	Labels  map[string]string
+	Created time.Time
 }
 
 // ErrNotFound is returned by API methods when the container or image does
@@ -239,6 +243,7 @@ func (m *Moby) Inspect(ctx context.Context, id string) (State, error) {
 	c := r.Container
 	s := State{ID: c.ID}
 	if c.State != nil {
+		s.Status = string(c.State.Status)
 		s.Running = c.State.Running || c.State.Restarting
 		s.ExitCode = c.State.ExitCode
 		s.OOMKilled = c.State.OOMKilled
@@ -286,7 +291,7 @@ func (m *Moby) List(ctx context.Context, labels map[string]string) ([]Summary, e
 	}
 	out := make([]Summary, 0, len(r.Items))
 	for _, c := range r.Items {
-		s := Summary{ID: c.ID, State: string(c.State), Labels: c.Labels}
+		s := Summary{ID: c.ID, State: string(c.State), Labels: c.Labels, Created: time.Unix(c.Created, 0)}
 		if len(c.Names) > 0 {
 			s.Name = c.Names[0]
 		}

@@ -1,6 +1,8 @@
 package docker
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"sort"
@@ -25,8 +27,9 @@ const (
 	LabelRun     = "niuma.run"
 	LabelStage   = "niuma.stage"
 	LabelAttempt = "niuma.attempt"
-	LabelHome    = "niuma.home" // the data directory: two installs never adopt each other's containers
-	LabelKeep    = "niuma.keep" // "true": the template asked to keep the container; Sweep leaves it
+	LabelToken   = "niuma.token" // the attempt's identity (executor.Job.Token): Recover and Sweep go by it
+	LabelHome    = "niuma.home"  // the data directory: two installs never adopt each other's containers
+	LabelKeep    = "niuma.keep"  // "true": the template asked to keep the container; Sweep leaves it
 )
 
 // DefaultShmSizeMiB is /dev/shm when the template does not say: PyTorch's
@@ -52,6 +55,7 @@ func createOptions(home string, b box, job executor.Job) client.ContainerCreateO
 	}
 	labels := map[string]string{
 		LabelRun: job.RunID, LabelStage: job.Stage, LabelAttempt: strconv.Itoa(job.Attempt), LabelHome: home,
+		LabelToken: token(job),
 	}
 	if c.Keep {
 		labels[LabelKeep] = "true"
@@ -128,9 +132,37 @@ func createOptions(home string, b box, job executor.Job) client.ContainerCreateO
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
 
-// containerName is readable in `docker ps`: niuma-<run>-<stage>-<attempt>.
+// token is the attempt's identity: the engine's Token, or, from an engine
+// that gives none, run.stage.attempt (unique per data directory: run ids
+// carry random bits).
+func token(job executor.Job) string {
+	if job.Token != "" {
+		return job.Token
+	}
+	return fmt.Sprintf("%s.%s.%d", job.RunID, job.Stage, job.Attempt)
+}
+
+// tokenOf is the token a container's labels name. A container made before
+// tokens were labelled is named by its run, stage and attempt, as token
+// names an attempt that has no Token.
+func tokenOf(labels map[string]string) string {
+	if t := labels[LabelToken]; t != "" {
+		return t
+	}
+	return labels[LabelRun] + "." + labels[LabelStage] + "." + labels[LabelAttempt]
+}
+
+// containerName is a function of the attempt's token alone (through
+// token, of its run, stage and attempt when it has none), so that a Niuma
+// that died before it learnt the container's id finds it by name, and a
+// second Start of the same attempt meets the first one's container instead
+// of making another. It stays readable in `docker ps`:
+// niuma-<run>-<stage>-<attempt>-<12 hex digits of the token's SHA-256>,
+// in the characters Docker allows in names.
 func containerName(job executor.Job) string {
-	return fmt.Sprintf("niuma-%s-%s-%d", job.RunID, nameUnsafe.ReplaceAllString(job.Stage, "_"), job.Attempt)
+	sum := sha256.Sum256([]byte(token(job)))
+	return fmt.Sprintf("niuma-%s-%s-%d-%s", nameUnsafe.ReplaceAllString(job.RunID, "_"),
+		nameUnsafe.ReplaceAllString(job.Stage, "_"), job.Attempt, hex.EncodeToString(sum[:6]))
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -45,8 +45,25 @@ func TestCreateOptionsHardenByDefault(t *testing.T) {
 	require.NotNil(t, cfg.Entrypoint, "an empty entrypoint, not the image's: the stage's command is the whole command")
 	require.Empty(t, cfg.Entrypoint)
 	require.Equal(t, []string{"A=1", "B=2", "HOME=/tmp"}, cfg.Env)
-	require.Equal(t, map[string]string{LabelRun: "20260101-000000-abcdef", LabelStage: "train", LabelAttempt: "2", LabelHome: "/data"}, cfg.Labels)
-	require.Equal(t, "niuma-20260101-000000-abcdef-train-2", o.Name)
+	require.Equal(t, map[string]string{LabelRun: "20260101-000000-abcdef", LabelStage: "train", LabelAttempt: "2", LabelHome: "/data",
+		LabelToken: "20260101-000000-abcdef.train.2"}, cfg.Labels, "an attempt without a token is named by run, stage and attempt")
+	require.Regexp(t, `^niuma-20260101-000000-abcdef-train-2-[0-9a-f]{12}$`, o.Name)
+}
+
+// The container's name is a function of the attempt's token: the same
+// token always gives the same name (a second Start meets the first's
+// container), another token another, and any token gives a name Docker
+// accepts.
+func TestContainerNameFollowsTheToken(t *testing.T) {
+	job := baseJob()
+	job.Token = "tok-1"
+	a := createOptions("/data", box{}, job)
+	require.Equal(t, a.Name, createOptions("/data", box{}, job).Name)
+	require.Equal(t, "tok-1", a.Config.Labels[LabelToken])
+	job.Token = "tok-2"
+	require.NotEqual(t, a.Name, createOptions("/data", box{}, job).Name)
+	job.Stage, job.Token = "ev al/é", "a token with spaces/and:colons"
+	require.Regexp(t, `^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`, createOptions("/data", box{}, job).Name, "a name Docker accepts")
 }
 
 func TestCreateOptionsFromTheTemplate(t *testing.T) {

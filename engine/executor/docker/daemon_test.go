@@ -217,28 +217,40 @@ func TestRecoverAContainerThatEndedWhileNiumaWasAway(t *testing.T) {
 	require.Equal(t, 4, strings.Count(readFile(job.StdoutPath), "\n"), "the lines already in the file are not written again:\n%s", readFile(job.StdoutPath))
 	require.Empty(t, f.containers())
 
+	// The container is gone; the status it ended with is not.
+	h3, err := f.x.Recover(context.Background(), job, ref)
+	require.NoError(t, err)
+	require.True(t, f.wait(h3).Success())
+	require.NoError(t, os.Remove(filepath.Join(job.StageDir, ".attempt-1.container-exit")))
 	_, err = f.x.Recover(context.Background(), job, ref)
-	require.ErrorIs(t, err, executor.ErrGone, "a removed container is gone")
+	require.ErrorIs(t, err, executor.ErrGone, "a removed container whose end no one recorded is gone")
 }
 
-func TestSweepRemovesWhatNoRunOwns(t *testing.T) {
+// An engine that passes the Refs of the attempts it drives (not every
+// token the archive knows) still never loses a running container.
+func TestSweepTakesRefsAndLeavesRunningContainers(t *testing.T) {
 	f := newFixture(t)
 	owned, err := f.x.Start(context.Background(), f.job("a", dockertest.Workload, "sleep"))
 	require.NoError(t, err)
 	stray, err := f.x.Start(context.Background(), f.job("b", dockertest.Workload, "sleep"))
 	require.NoError(t, err)
 	stray.(executor.Releaser).Release()
-	other := New(f.api, t.TempDir()) // another install's executor sees none of them
-	removed, err := other.Sweep(context.Background(), nil)
+	removed, err := f.x.Sweep(context.Background(), []string{owned.Ref()})
 	require.NoError(t, err)
-	require.Empty(t, removed)
-
+	require.Empty(t, removed, "a running container is never removed")
+	require.Len(t, f.containers(), 2)
+	for _, h := range []executor.Handle{owned, stray} {
+		require.NoError(t, h.Stop(context.Background(), time.Second))
+	}
+	f.wait(owned)
+	require.Eventually(t, func() bool {
+		l := f.containers()
+		return len(l) == 1 && l[0].State == "exited"
+	}, 30*time.Second, 20*time.Millisecond, "the released one stops and stays")
 	removed, err = f.x.Sweep(context.Background(), []string{owned.Ref()})
 	require.NoError(t, err)
 	require.Len(t, removed, 1)
 	require.Contains(t, removed[0], "stage b")
-	require.NoError(t, owned.Stop(context.Background(), time.Second))
-	f.wait(owned)
 	require.Empty(t, f.containers())
 }
 

@@ -237,22 +237,42 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 		return nil, err
 	}
 	opts := createOptions(x.home, b, job)
+	tok := token(job)
 	id, err := x.api.Create(ctx, opts)
+	if err != nil && isConflict(err) {
+		// The attempt's name is taken: an earlier Start of this attempt
+		// made the container, and its Niuma died before it recorded it
+		// (or before it started it). That container is the attempt: it is
+		// adopted, never removed and never doubled.
+		st, ierr := x.api.Inspect(ctx, opts.Name)
+		switch {
+		case ierr != nil:
+			return nil, x.explain(fmt.Errorf("create container: %w; and the container of that name cannot be read: %v", err, ierr), job)
+		case !x.ours(st.Labels, tok):
+			return nil, fmt.Errorf("create container: a container named %s exists that is not this attempt's "+
+				"(its labels say run %q, stage %q, token %q, data directory %q): remove it with `docker rm %s`",
+				opts.Name, st.Labels[LabelRun], st.Labels[LabelStage], st.Labels[LabelToken], st.Labels[LabelHome], opts.Name)
+		case st.Status != "created":
+			if err := writeMark(attemptMarks(job).Created, createdMark{Token: tok, Container: st.ID, Name: opts.Name}); err != nil {
+				return nil, err
+			}
+			return x.adopt(job, st.ID)
+		}
+		id, err = st.ID, nil // created and never started: start it now
+	}
 	if err != nil {
-		if isConflict(err) {
-			// A container of the same attempt left by a Niuma that
-			// crashed before it recorded it: it never ran for us.
-			_ = x.api.Remove(ctx, opts.Name)
-			id, err = x.api.Create(ctx, opts)
-		}
-		if err != nil {
-			return nil, x.explain(fmt.Errorf("create container: %w", err), job)
-		}
+		return nil, x.explain(fmt.Errorf("create container: %w", err), job)
+	}
+	// Launched, from here on: a later owner that finds the container gone
+	// knows it existed. An attempt that cannot be recorded does not start.
+	if err := writeMark(attemptMarks(job).Created, createdMark{Token: tok, Container: id, Name: opts.Name}); err != nil {
+		_ = x.api.Remove(context.Background(), id)
+		return nil, err
 	}
 	h := newHandle(x, id, job)
 	fail := func(err error) (executor.Handle, error) {
 		h.release()
-		_ = x.api.Remove(context.Background(), id)
+		unlaunch(x, job, id)
 		return nil, err
 	}
 	out, errf, err := h.logFiles()
@@ -272,7 +292,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	if err := x.api.Start(ctx, id); err != nil {
 		// Removing the container ends the attached stream.
 		h.release()
-		_ = x.api.Remove(context.Background(), id)
+		unlaunch(x, job, id)
 		ended := make(chan struct{})
 		go func() { copied(); close(ended) }()
 		select {
@@ -289,22 +309,86 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	return h, nil
 }
 
-// Recover implements executor.Executor.
+// unlaunch undoes a launch that failed before the container ran: the
+// created mark goes first, so that what is left reads as never launched.
+func unlaunch(x *Executor, job executor.Job, id string) {
+	_ = os.Remove(attemptMarks(job).Created)
+	_ = x.api.Remove(context.Background(), id)
+}
+
+// ours says whether a container's labels name this data directory and the
+// attempt's token.
+func (x *Executor) ours(labels map[string]string, tok string) bool {
+	return labels[LabelHome] == x.home && tokenOf(labels) == tok
+}
+
+// Recover implements executor.Executor. The container is looked up by the
+// id in ref, or, when ref is "", by the attempt's name and then by its
+// token label. A container that runs is followed; one that has ended is
+// read for its exit code (and removed); one that was created and never
+// started is ErrNotLaunched (Start starts it). When the container is
+// gone, the marks next to the logs decide: the exit mark's status, else
+// ErrGone when the container existed (the created mark, or a ref), else
+// ErrNotLaunched. With the daemon away, a ref's container is followed
+// until the daemon is back; without a ref the answer is an error matching
+// executor.ErrUnavailable: ask again later.
 func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string) (executor.Handle, error) {
+	tok := token(job)
+	m := attemptMarks(job)
 	var r ref
-	if err := json.Unmarshal([]byte(refJSON), &r); err != nil || r.ID == "" {
-		return nil, executor.ErrGone
+	if refJSON != "" {
+		_ = json.Unmarshal([]byte(refJSON), &r)
 	}
-	st, err := x.api.Inspect(ctx, r.ID)
+	key := r.ID
+	if key == "" {
+		key = containerName(job)
+	}
+	st, err := x.api.Inspect(ctx, key)
+	if errors.Is(err, ErrNotFound) && r.ID == "" {
+		st, err = x.byToken(ctx, tok)
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return nil, executor.ErrGone
-	case err == nil && st.Labels[LabelHome] != x.home:
+		if e := readExit(m.Exit, tok); e != nil {
+			return x.ended(job, e.Container, e.Exit), nil
+		}
+		if refJSON != "" || readCreated(m.Created, tok) != nil {
+			return nil, executor.ErrGone
+		}
+		return nil, executor.ErrNotLaunched
+	case err != nil && r.ID == "":
+		if isConnErr(err) {
+			return nil, unreachable(err)
+		}
+		return nil, fmt.Errorf("look for the attempt's container %s: %w", key, err)
+	case err != nil:
+		// With the daemon away the handle keeps trying: the attempt is not
+		// lost just because Docker restarts.
+		return x.adopt(job, r.ID)
+	case st.Labels[LabelHome] != x.home:
 		return nil, executor.ErrGone // not ours: never adopt another install's container
+	case st.Status == "created":
+		return nil, executor.ErrNotLaunched
 	}
-	// With the daemon away the handle keeps trying: the attempt is not
-	// lost just because Docker restarts.
-	h := newHandle(x, r.ID, job)
+	return x.adopt(job, st.ID)
+}
+
+// byToken finds this install's container labelled with tok.
+func (x *Executor) byToken(ctx context.Context, tok string) (State, error) {
+	list, err := x.api.List(ctx, map[string]string{LabelHome: x.home, LabelToken: tok})
+	if err != nil {
+		return State{}, err
+	}
+	if len(list) == 0 {
+		return State{}, ErrNotFound
+	}
+	return x.api.Inspect(ctx, list[0].ID)
+}
+
+// adopt follows a container an earlier owner (or an earlier Start) made:
+// its output from where the log files end, and its end.
+func (x *Executor) adopt(job executor.Job, id string) (executor.Handle, error) {
+	h := newHandle(x, id, job)
 	h.adopted = true
 	out, errf, err := h.logFiles()
 	if err != nil {
@@ -319,19 +403,42 @@ func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string
 	return h, nil
 }
 
-// Sweep implements executor.Sweeper: containers labelled with this data
-// directory that no attempt the engine drives owns are removed, unless
-// their template asked to keep them.
+// ended is a handle on an attempt whose container is gone and whose end
+// the exit mark recorded.
+func (x *Executor) ended(job executor.Job, id string, ex executor.Exit) executor.Handle {
+	h := newHandle(x, id, job)
+	h.adopted = true
+	h.exit = ex
+	close(h.logsDone)
+	close(h.done)
+	h.release()
+	return h
+}
+
+// createdGrace is how long Sweep leaves a container that was created and
+// never started: a Start of this process may be about to start it.
+const createdGrace = 10 * time.Minute
+
+// Sweep implements executor.Sweeper. owned names every attempt the
+// archive knows, by token (a Ref, as an older engine passes, names one by
+// its container). A container labelled with this data directory is
+// removed only when its token names no attempt in owned and it has
+// exited (or was created and never started, createdGrace ago): the
+// container of a recorded attempt is the attempt's, for the engine to
+// recover, and one that runs may be an attempt whose record is still
+// being written. Containers whose template asked to keep them stay.
 func (x *Executor) Sweep(ctx context.Context, owned []string) ([]string, error) {
 	if err := x.Available(ctx); err != nil {
 		return nil, err
 	}
-	own := map[string]bool{}
+	tokens, ids := map[string]bool{}, map[string]bool{}
 	for _, o := range owned {
 		var r ref
-		if json.Unmarshal([]byte(o), &r) == nil && r.ID != "" {
-			own[r.ID] = true
+		if strings.HasPrefix(o, "{") && json.Unmarshal([]byte(o), &r) == nil && r.ID != "" {
+			ids[r.ID] = true
+			continue
 		}
+		tokens[o] = true
 	}
 	list, err := x.api.List(ctx, map[string]string{LabelHome: x.home})
 	if err != nil {
@@ -339,8 +446,13 @@ func (x *Executor) Sweep(ctx context.Context, owned []string) ([]string, error) 
 	}
 	var removed []string
 	for _, c := range list {
-		if own[c.ID] || c.Labels[LabelKeep] == "true" {
+		switch {
+		case ids[c.ID] || tokens[tokenOf(c.Labels)] || c.Labels[LabelKeep] == "true":
 			continue
+		case c.State == "exited" || c.State == "dead":
+		case c.State == "created" && !c.Created.IsZero() && time.Since(c.Created) > createdGrace:
+		default:
+			continue // running, paused, restarting, being removed: not ours to end
 		}
 		if err := x.api.Remove(ctx, c.ID); err != nil && !errors.Is(err, ErrNotFound) {
 			return removed, fmt.Errorf("remove container %s: %w", c.Name, err)

@@ -258,7 +258,17 @@ func (h *handle) finish(ex executor.Exit, exists bool) {
 	case <-h.logsDone:
 	case <-time.After(logsGrace):
 	}
-	if exists && !h.job.Container.Keep {
+	tok := token(h.job)
+	m := attemptMarks(h.job)
+	if prior := readExit(m.Exit, tok); !exists && prior != nil {
+		// An earlier owner saw the end and removed the container.
+		ex = prior.Exit
+	}
+	// The status outlives the container: it is recorded before the
+	// container goes. When it cannot be (a full disk), the container stays,
+	// and with it the status, for the next owner to read.
+	recorded := writeMark(m.Exit, exitMark{Token: tok, Container: h.id, Exit: ex}) == nil
+	if exists && recorded && !h.job.Container.Keep {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_ = h.x.api.Remove(ctx, h.id)
 		cancel()

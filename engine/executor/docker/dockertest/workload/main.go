@@ -8,8 +8,9 @@
 //	workload write PATH TEXT      write TEXT to PATH
 //	workload cat PATH             print PATH's content
 //	workload args ARG...          print each argument on its own line
-//	workload hold N READY GO M    print steps 1..N, create READY, wait for
-//	                              GO to exist, print steps N+1..M
+//	workload hold N READY GO M [CODE]
+//	                              print steps 1..N, create READY, wait for
+//	                              GO to exist, print steps N+1..M, exit CODE (0)
 //	workload forkbomb             fork children that each hold a process
 //	                              for ever, and keep forking, as a fork bomb does
 package main
@@ -73,6 +74,9 @@ func main() {
 			time.Sleep(20 * time.Millisecond)
 		}
 		metrics(num(a, 0)+1, num(a, 3))
+		if len(a) > 4 {
+			os.Exit(num(a, 4))
+		}
 	case "forkbomb":
 		forkbomb()
 	default:

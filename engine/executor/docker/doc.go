@@ -3,8 +3,21 @@
 // The executor talks to the daemon through API, a narrow interface this
 // package owns; Moby implements it with github.com/moby/moby/client, so
 // the SDK's churn stays in one file. Containers carry labels naming the
-// run, stage, attempt and Niuma data directory: a restarted Niuma finds its
-// own containers by them (Recover, Sweep) and never another install's.
+// run, stage, attempt, the attempt's token and the Niuma data directory: a
+// restarted Niuma finds its own containers by them (Recover, Sweep) and
+// never another install's.
+//
+// An attempt's container is named after its token, so its identity exists
+// before it is launched: Recover finds it with no Ref (the owner died
+// before it recorded one), and a second Start of the same attempt adopts
+// the container the first made, started or not, instead of making another.
+// Two marks next to the attempt's logs outlive the container: that it was
+// created, and how it ended (written before the container is removed).
+// With them Recover tells a container that ended (its exit code) from one
+// removed behind Niuma's back (ErrGone) and from one never created
+// (ErrNotLaunched). Sweep never removes the container of an attempt the
+// archive records, nor one that runs: only exited containers whose token
+// no recorded attempt carries.
 //
 // Every container is hardened: no privileges, no new privileges, every
 // capability dropped (a template may add some of package sandbox's

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine/executor"
@@ -162,30 +163,54 @@ func TestDockerMountsCodeAndDataReadOnly(t *testing.T) {
 	require.Contains(t, string(b), "read-only file system")
 }
 
-func TestDockerEngineStartRemovesContainersNoRunOwns(t *testing.T) {
-	dockertest.Need(t)
+// At start the engine removes an exited container no run's attempt names,
+// and leaves one that still runs: it may be an attempt whose record is
+// still being written, and ending it could run that attempt twice.
+func TestDockerEngineStartRemovesExitedContainersNoRunOwns(t *testing.T) {
+	c := dockertest.Need(t)
 	h := newHarness(t)
 	api, err := docker.NewMoby()
 	require.NoError(t, err)
 	defer api.Close()
 	dx := docker.New(api, h.home)
-	dir := filepath.Join(h.home, "runs", "gone")
-	stray, err := dx.Start(context.Background(), executor.Job{
-		RunID: "gone", Stage: "a", Attempt: 1, Argv: []string{dockertest.Workload, "sleep"},
-		RunDir: dir, StageDir: filepath.Join(dir, "a"), Image: dockertest.Image,
-		StdoutPath: filepath.Join(dir, "a", "out"), StderrPath: filepath.Join(dir, "a", "err"),
+	stray := func(stage string) executor.Handle {
+		dir := filepath.Join(h.home, "runs", "gone")
+		h1, err := dx.Start(context.Background(), executor.Job{
+			RunID: "gone", Stage: stage, Attempt: 1, Argv: []string{dockertest.Workload, "sleep"},
+			RunDir: dir, StageDir: filepath.Join(dir, stage), Image: dockertest.Image,
+			StdoutPath: filepath.Join(dir, stage, "out"), StderrPath: filepath.Join(dir, stage, "err"),
+		})
+		require.NoError(t, err)
+		h1.(executor.Releaser).Release() // as if its Niuma had crashed before recording it
+		return h1
+	}
+	stray("running")
+	ended := stray("ended")
+	var endedID string
+	require.Eventually(t, func() bool {
+		list, err := api.List(context.Background(), map[string]string{docker.LabelHome: h.home, docker.LabelStage: "ended"})
+		require.NoError(t, err)
+		if len(list) == 1 && endedID == "" {
+			endedID = list[0].ID
+			_, err = c.ContainerKill(context.Background(), endedID, client.ContainerKillOptions{Signal: "KILL"})
+			require.NoError(t, err)
+		}
+		return len(list) == 1 && list[0].State == "exited"
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Contains(t, ended.Ref(), endedID)
+	t.Cleanup(func() {
+		list, _ := api.List(context.Background(), map[string]string{docker.LabelHome: h.home})
+		for _, s := range list {
+			_ = api.Remove(context.Background(), s.ID)
+		}
 	})
-	require.NoError(t, err)
-	stray.(executor.Releaser).Release() // as if its Niuma had crashed before recording it
-	list, err := api.List(context.Background(), map[string]string{docker.LabelHome: h.home})
-	require.NoError(t, err)
-	require.Len(t, list, 1)
 
 	e := h.dockerEngine()
 	h.drive(e) // returns once the engine owns the data dir and has swept
-	list, err = api.List(context.Background(), map[string]string{docker.LabelHome: h.home})
+	list, err := api.List(context.Background(), map[string]string{docker.LabelHome: h.home})
 	require.NoError(t, err)
-	require.Empty(t, list, "the engine removed the container no run owns")
+	require.Len(t, list, 1, "the engine removed the exited container no run owns")
+	require.Equal(t, "running", list[0].Labels[docker.LabelStage], "and left the running one")
 }
 
 // A docker template whose image is not here waits, saying why and what to

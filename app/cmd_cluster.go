@@ -33,7 +33,7 @@ func (c *cli) cluster(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	x, note := slurmExecutor(settings.Slurm)
+	x, note := slurmExecutor(home, settings.Slurm)
 	if x == nil {
 		return exitError{code: 1, msg: note}
 	}

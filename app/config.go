@@ -79,7 +79,7 @@ func open(logOut io.Writer) (*stack, error) {
 	execs := []executor.Executor{local.New()}
 	// The slurm executor is there wherever Slurm's tools are; its stages
 	// wait, queued, while the controller does not answer.
-	sx, slurmNote := slurmExecutor(settings.Slurm)
+	sx, slurmNote := slurmExecutor(home, settings.Slurm)
 	if sx != nil {
 		execs = append(execs, sx)
 	}

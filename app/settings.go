@@ -163,7 +163,7 @@ func stringList(n *yaml.Node) ([]string, error) {
 
 // slurmExecutor is the slurm executor the settings describe, or nil when
 // Slurm's tools are not on this machine (the reason says so).
-func slurmExecutor(s SlurmSettings) (*slurm.Executor, string) {
+func slurmExecutor(home string, s SlurmSettings) (*slurm.Executor, string) {
 	if _, err := exec.LookPath("sbatch"); err != nil {
 		return nil, "Slurm's tools (sbatch, squeue, sacct) are not installed here: install the slurm-client package and point SLURM_CONF (or slurm: conf in settings.yaml) at your cluster's slurm.conf; scripts/slurm-up.sh starts a one-node cluster on this machine"
 	}
@@ -172,5 +172,6 @@ func slurmExecutor(s SlurmSettings) (*slurm.Executor, string) {
 		SharedDirs:  s.SharedDirs,
 		ExtraArgs:   s.SbatchArgs,
 		SignalGrace: s.CheckpointWarning,
+		Home:        home, // its jobs name the data directory; the sweep cancels only those
 	}), ""
 }

@@ -227,6 +227,12 @@ func FuzzParseSlurmOutput(f *testing.F) {
 				t.Fatalf("job %+v", j)
 			}
 		}
+		for _, j := range parseSweep([]byte(s)) {
+			if !jobID(j.ID) {
+				t.Fatalf("sweep job %+v", j)
+			}
+		}
+		_ = commentField(s, "home")
 		_ = scanLog(strings.NewReader(s))
 		_ = pendingReason(s)
 		_, _ = parseDuration(s)

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	var in struct {
 		Conf string
+		Home string
 		Job  executor.Job
 	}
 	b, err := os.ReadFile(os.Args[1])
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(2)
 	}
-	x := New(CLI{Conf: in.Conf}, Config{PollMin: 100 * time.Millisecond, PollMax: time.Second})
+	x := New(CLI{Conf: in.Conf}, Config{PollMin: 100 * time.Millisecond, PollMax: time.Second, Home: in.Home})
 	h, err := x.Start(context.Background(), in.Job)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
@@ -57,10 +58,17 @@ func TestMain(m *testing.M) {
 // child learnt.
 func startAndKill(t *testing.T, c slurmtest.Cluster, job executor.Job) string {
 	t.Helper()
+	return startAndKillFor(t, c, "", job)
+}
+
+// startAndKillFor is startAndKill from a Niuma of data directory home.
+func startAndKillFor(t *testing.T, c slurmtest.Cluster, home string, job executor.Job) string {
+	t.Helper()
 	in, err := json.Marshal(struct {
 		Conf string
+		Home string
 		Job  executor.Job
-	}{c.Conf, job})
+	}{c.Conf, home, job})
 	require.NoError(t, err)
 	spec := filepath.Join(t.TempDir(), "job.json")
 	require.NoError(t, os.WriteFile(spec, in, 0o644))

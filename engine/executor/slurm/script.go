@@ -1,6 +1,8 @@
 package slurm
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -59,20 +61,40 @@ func jobName(tok string) string {
 }
 
 // comment is the job's --comment: who it belongs to, for people reading
-// squeue and for Recover, which checks the token in it.
-func comment(job executor.Job, tok string) string {
-	return fmt.Sprintf("niuma run=%s stage=%s attempt=%d token=%s", job.RunID, job.Stage, job.Attempt, tok)
+// squeue, for Recover, which checks the token in it, and for Sweep, which
+// cancels only jobs of its own data directory (home, see homeMark; none
+// when the executor was given no data directory).
+func comment(job executor.Job, tok, home string) string {
+	c := fmt.Sprintf("niuma run=%s stage=%s attempt=%d token=%s", job.RunID, job.Stage, job.Attempt, tok)
+	if home != "" {
+		c += " home=" + home
+	}
+	return c
 }
 
-// tokenOf reads the token back from a comment ("" when it is not Niuma's).
-func tokenOf(comment string) string {
+// homeMark names a Niuma data directory in a job's comment: 12 hex digits
+// of its path's SHA-256 (a path may hold spaces, and need not be shown to
+// everyone who reads the queue).
+func homeMark(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
+	return hex.EncodeToString(sum[:6])
+}
+
+// commentField reads one key=value field of a Niuma comment.
+func commentField(comment, key string) string {
 	for _, f := range strings.Fields(comment) {
-		if t, ok := strings.CutPrefix(f, "token="); ok {
-			return t
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return v
 		}
 	}
 	return ""
 }
+
+// tokenOf reads the token back from a comment ("" when it is not Niuma's).
+func tokenOf(comment string) string { return commentField(comment, "token") }
 
 // submission is one sbatch call: its arguments (the script's path last)
 // and the script.
@@ -106,7 +128,7 @@ var (
 // status written to a file. SIGTERM to the batch shell (scancel --batch,
 // or --signal=B:TERM@grace before the time limit) is passed to that group
 // once, so the command gets "checkpoint and exit soon" exactly once.
-func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra []string) (submission, error) {
+func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra []string, home string) (submission, error) {
 	if len(job.Argv) == 0 || job.Argv[0] == "" {
 		return submission{}, fmt.Errorf("the stage has an empty command")
 	}
@@ -136,7 +158,7 @@ func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra
 	args := []string{
 		"--parsable",
 		"--job-name=" + jobName(tok),
-		"--comment=" + comment(job, tok),
+		"--comment=" + comment(job, tok, home),
 		"--output=" + job.StdoutPath,
 		"--error=" + job.StderrPath,
 		"--open-mode=append",

@@ -22,7 +22,7 @@ func TestSubmissionAsksForWhatTheStageNeeds(t *testing.T) {
 		GPUCount: 2, Timeout: 90 * time.Minute, Container: executor.Container{MemoryMiB: 16384, CPUs: 3.5},
 		Cluster: executor.Cluster{Partition: "a100"},
 	}
-	sub, err := buildSubmission(job, Queue{Partition: "gpu", Account: "lab", QOS: "normal"}, time.Minute, []string{"--constraint=nvlink"})
+	sub, err := buildSubmission(job, Queue{Partition: "gpu", Account: "lab", QOS: "normal"}, time.Minute, []string{"--constraint=nvlink"}, "")
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		"--parsable",
@@ -44,34 +44,41 @@ func TestSubmissionAsksForWhatTheStageNeeds(t *testing.T) {
 		"/shared/runs/r1/train/attempt-2.sbatch",
 	}, sub.Args)
 	require.Equal(t, limits{MemoryMiB: 16384, TimeLimit: 90 * time.Minute}, sub.Limits)
+	mine, err := buildSubmission(job, Queue{}, time.Minute, nil, homeMark("/home/u/niuma"))
+	require.NoError(t, err)
+	require.Contains(t, mine.Args, "--comment=niuma run=r1 stage=train attempt=2 token=tok,en 1 home="+homeMark("/home/u/niuma"),
+		"the data directory, for Sweep")
+	require.Regexp(t, `^[0-9a-f]{12}$`, homeMark("/home/u/niuma"))
+	require.Equal(t, homeMark("/home/u/niuma"), homeMark("/home/u/niuma/"))
+	require.NotEqual(t, homeMark("/home/u/niuma"), homeMark("/home/v/niuma"))
 	// Slurm may send the warning up to a minute early: none for a
 	// one-minute limit, and at most half of what the minute leaves.
 	job.Timeout = 20 * time.Second
-	short, err := buildSubmission(job, Queue{}, time.Minute, nil)
+	short, err := buildSubmission(job, Queue{}, time.Minute, nil, "")
 	require.NoError(t, err)
 	require.Contains(t, short.Args, "--time=1")
 	require.NotContains(t, strings.Join(short.Args, " "), "--signal")
 	job.Timeout = 2 * time.Minute
-	short, err = buildSubmission(job, Queue{}, time.Minute, nil)
+	short, err = buildSubmission(job, Queue{}, time.Minute, nil, "")
 	require.NoError(t, err)
 	require.Contains(t, short.Args, "--signal=B:TERM@30")
 	require.NotContains(t, sub.Script, "CUDA_VISIBLE_DEVICES=", "Slurm sets it for a GPU job")
 
 	job.GPUCount, job.Timeout, job.Container = 0, 0, executor.Container{}
-	sub, err = buildSubmission(job, Queue{}, time.Minute, nil)
+	sub, err = buildSubmission(job, Queue{}, time.Minute, nil, "")
 	require.NoError(t, err)
 	for _, a := range sub.Args {
 		require.False(t, strings.HasPrefix(a, "--gres") || strings.HasPrefix(a, "--time") || strings.HasPrefix(a, "--mem") || strings.HasPrefix(a, "--signal") || strings.HasPrefix(a, "--account"), a)
 	}
 	require.Contains(t, sub.Script, "export CUDA_VISIBLE_DEVICES=\n", "a stage that asks for no GPU sees none")
 
-	_, err = buildSubmission(executor.Job{Argv: []string{"x"}, RunDir: "rel", StageDir: "/a", StdoutPath: "/a/o", StderrPath: "/a/e"}, Queue{}, 0, nil)
+	_, err = buildSubmission(executor.Job{Argv: []string{"x"}, RunDir: "rel", StageDir: "/a", StdoutPath: "/a/o", StderrPath: "/a/e"}, Queue{}, 0, nil, "")
 	require.ErrorContains(t, err, `the run directory "rel" is not an absolute path`)
 	job.Cluster.QOS = "a b"
-	_, err = buildSubmission(job, Queue{}, 0, nil)
+	_, err = buildSubmission(job, Queue{}, 0, nil, "")
 	require.ErrorContains(t, err, `Slurm QOS "a b" has characters Slurm does not allow`)
 	job.Cluster.QOS, job.Env = "", map[string]string{"A-B": "1"}
-	_, err = buildSubmission(job, Queue{}, 0, nil)
+	_, err = buildSubmission(job, Queue{}, 0, nil, "")
 	require.ErrorContains(t, err, `environment variable name "A-B"`)
 }
 
@@ -86,7 +93,7 @@ func TestBatchScriptRecordsTheStatusAndPassesSIGTERMOnce(t *testing.T) {
 	runScript := func(t *testing.T, argv ...string) (*exec.Cmd, submission) {
 		j := job
 		j.Argv = argv
-		sub, err := buildSubmission(j, Queue{}, 0, nil)
+		sub, err := buildSubmission(j, Queue{}, 0, nil, "")
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(sub.Files.Script, []byte(sub.Script), 0o755))
 		_ = os.Remove(sub.Files.Exit)

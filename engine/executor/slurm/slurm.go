@@ -42,6 +42,15 @@ type Config struct {
 	// ExitPoll is how often the stages' exit files are looked at; one
 	// that appears brings the next look at Slurm forward. Default 250ms.
 	ExitPoll time.Duration
+	// Home is the Niuma data directory this executor submits for. Its
+	// jobs' comments name it (see homeMark), and Sweep cancels only jobs
+	// that name it: never another install's, nor another user's.
+	Home string
+	// SweepGrace is how old a job must be before Sweep may cancel it: a
+	// job submitted since the engine listed the attempts it knows is not
+	// on that list. Default 1 min (clocks of the controller and this
+	// machine may differ).
+	SweepGrace time.Duration
 	// Settle is how long a job may be missing from every record (sacct
 	// lags the controller; a shared filesystem may show a file late)
 	// before the executor decides from what the job left. Default 30s.
@@ -63,6 +72,9 @@ func (c *Config) fill() {
 	}
 	if c.Settle <= 0 {
 		c.Settle = 30 * time.Second
+	}
+	if c.SweepGrace == 0 {
+		c.SweepGrace = time.Minute
 	}
 }
 
@@ -139,7 +151,7 @@ type ref struct {
 // accepted the job (it may still wait in the queue: see the handle's
 // Waiting).
 func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle, error) {
-	sub, err := buildSubmission(job, x.cfg.Queue, x.cfg.SignalGrace, x.cfg.ExtraArgs)
+	sub, err := buildSubmission(job, x.cfg.Queue, x.cfg.SignalGrace, x.cfg.ExtraArgs, homeMark(x.cfg.Home))
 	if err != nil {
 		return nil, err
 	}
@@ -317,4 +329,17 @@ func (x *Executor) setAccounting(on bool) {
 	x.mu.Lock()
 	x.acct = acctState{known: true, on: on, at: time.Now()}
 	x.mu.Unlock()
+}
+
+// RecordedJobID is the Slurm job id an attempt of a stage was submitted
+// as, from the file Start writes next to the attempt's logs right after
+// sbatch answers ("" when there is none: not submitted, or not on Slurm).
+// It is there before the engine records the attempt's Ref, so `niuma show`
+// can name the job a user looks up with squeue or sacct.
+func RecordedJobID(stageDir string, attempt int) string {
+	b, err := os.ReadFile(attemptFiles(executor.Job{StageDir: stageDir, Attempt: attempt}).JobID)
+	if id := strings.TrimSpace(string(b)); err == nil && jobID(id) {
+		return id
+	}
+	return ""
 }

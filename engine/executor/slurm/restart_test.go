@@ -206,6 +206,13 @@ func TestSlurmRecoverResolvesAJobThatEndedAndWasForgotten(t *testing.T) {
 			h, err = testExecutor(t, c).Recover(context.Background(), job, "")
 			require.NoError(t, err)
 			require.Equal(t, 5, wait(t, h, time.Minute).Code)
+			// And as if the owner had died before it wrote the job id down:
+			// accounting has the job by its name; without accounting, the
+			// batch script's own marks name it.
+			require.NoError(t, os.Remove(filepath.Join(job.StageDir, ".attempt-1.job")))
+			h, err = testExecutor(t, c).Recover(context.Background(), job, "")
+			require.NoError(t, err)
+			require.Equal(t, 5, wait(t, h, time.Minute).Code)
 		})
 		t.Run("out of memory", func(t *testing.T) {
 			job := newJob(t, "/usr/bin/python3", "-c", "import time\nprint('ready', flush=True)\ntime.sleep(1)\nx = bytearray(400 << 20)\ntime.sleep(5)")

@@ -8,12 +8,14 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"niuma/engine"
+	"niuma/engine/executor/slurm"
 	"niuma/metrics"
 	"niuma/printable"
 )
@@ -145,6 +147,42 @@ type showJSON struct {
 	Metrics   []metricJSON         `json:"metrics"`
 	Anomalies []engine.AnomalyInfo `json:"anomalies"`
 	GPUs      []engine.GPUUsage    `json:"gpus"`
+	// SlurmJobs is the Slurm job id of each stage whose latest attempt
+	// was submitted to Slurm, by stage name.
+	SlurmJobs map[string]string `json:"slurm_jobs,omitempty"`
+}
+
+// slurmJobs names the Slurm job of each stage whose latest attempt runs,
+// or ran, on Slurm: the id a user looks up with squeue, sacct or scancel.
+func slurmJobs(r engine.RunInfo) map[string]string {
+	var jobs map[string]string
+	for _, st := range r.Stages {
+		if len(st.History) == 0 || r.Dir == "" {
+			continue
+		}
+		a := st.History[len(st.History)-1]
+		if a.Executor != "slurm" {
+			continue
+		}
+		if id := slurm.RecordedJobID(filepath.Join(r.Dir, st.Name), a.Number); id != "" {
+			if jobs == nil {
+				jobs = map[string]string{}
+			}
+			jobs[st.Name] = id
+		}
+	}
+	return jobs
+}
+
+// withJob adds a stage's Slurm job to its note, unless the note names it.
+func withJob(note, job string) string {
+	switch {
+	case job == "" || strings.Contains(note, "job "+job):
+		return note
+	case note == "":
+		return "Slurm job " + job
+	}
+	return note + " (Slurm job " + job + ")"
 }
 
 type metricJSON struct {
@@ -213,8 +251,9 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		if gpus == nil {
 			gpus = []engine.GPUUsage{}
 		}
-		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus})
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, SlurmJobs: slurmJobs(r)})
 	}
+	jobs := slurmJobs(r)
 	now := time.Now()
 	p := printable.String // what the run's template and workload wrote
 	fmt.Fprintf(c.out, "run       %s\n", r.ID)
@@ -252,7 +291,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 			}
 			d = end.Sub(st.StartedAt)
 		}
-		tw.row(st.Name, string(st.State), fmt.Sprintf("%d/%d", st.Attempts, st.MaxAttempts), exit, duration(d), st.Reason)
+		tw.row(st.Name, string(st.State), fmt.Sprintf("%d/%d", st.Attempts, st.MaxAttempts), exit, duration(d), withJob(st.Reason, jobs[st.Name]))
 	}
 	if err := tw.flush(); err != nil {
 		return err

@@ -3,9 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -186,4 +188,57 @@ stages:
 			require.Contains(t, []string{"", jobID}, strings.TrimSpace(string(ids)), "one job for the attempt")
 		})
 	}
+}
+
+// `niuma show` names the Slurm job of a stage that runs on Slurm, the id a
+// user looks up with squeue, sacct or scancel, in the table and in JSON.
+func TestShowNamesTheSlurmJob(t *testing.T) {
+	c := slurmtest.WithoutAccounting
+	slurmtest.Need(t, c)
+	home := tempHome(t)
+	t.Setenv("SLURM_CONF", c.Conf)
+	tmpl := writeTemplate(t, "name: j\nruntime: {kind: slurm}\nstages:\n  - name: train\n    command: [sh, -c, 'echo started; while [ ! -f train/go ]; do sleep 0.1; done']\n")
+	ran := make(chan int, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		ran <- Main([]string{"run", tmpl, "--wait"}, &out, &errb)
+	}()
+	var id, job, text string
+	require.Eventually(t, func() bool {
+		m, _ := filepath.Glob(filepath.Join(home, "runs", "*"))
+		if len(m) != 1 {
+			return false
+		}
+		id = filepath.Base(m[0])
+		b, err := os.ReadFile(filepath.Join(m[0], "train", "attempt-1.stdout.log"))
+		if err != nil || !strings.Contains(string(b), "started") {
+			return false
+		}
+		b, _ = os.ReadFile(filepath.Join(m[0], "train", ".attempt-1.job"))
+		job = strings.TrimSpace(string(b))
+		return job != ""
+	}, 2*time.Minute, 100*time.Millisecond)
+	t.Cleanup(func() { slurmtest.Cancel(c, job) })
+	// Once Niuma has seen the job run (it showed its queue reason, with
+	// the id, before).
+	require.Eventually(t, func() bool {
+		_, text, _ = niuma(t, "show", id)
+		return regexp.MustCompile(`train\s+running\s+1/1\s+-\s+\S+\s+Slurm job ` + job + `\n`).MatchString(text)
+	}, time.Minute, 100*time.Millisecond, "niuma show never named the job: %s", text)
+	_, out, _ := niuma(t, "show", id, "--json")
+	var s struct {
+		SlurmJobs map[string]string `json:"slurm_jobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Equal(t, map[string]string{"train": job}, s.SlurmJobs)
+
+	require.NoError(t, os.WriteFile(filepath.Join(home, "runs", id, "train", "go"), nil, 0o644))
+	select {
+	case code := <-ran:
+		require.Equal(t, 0, code)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("niuma run --wait did not end")
+	}
+	_, text, _ = niuma(t, "show", id)
+	require.Regexp(t, `train\s+succeeded\s+1/1\s+0\s+\S+\s+Slurm job `+job+`\n`, text, "still named once it has ended")
 }

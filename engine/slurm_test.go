@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -245,4 +246,92 @@ func TestSlurmPendingStageShowsSlurmsReason(t *testing.T) {
 		require.Equal(t, Succeeded, r.State, r.Error)
 		require.Equal(t, "", r.Stages[0].Reason)
 	})
+}
+
+// At start the engine cancels this install's Slurm jobs that no run's
+// attempt names (their Niuma died, and nothing will ever follow them), and
+// leaves the jobs of its runs, of other installs and of other tools.
+func TestSlurmEngineStartCancelsJobsNoAttemptNames(t *testing.T) {
+	onBothClusters(t, func(t *testing.T, c slurmtest.Cluster) {
+		slurmtest.Need(t, c)
+		h := newHarness(t)
+		cfg := func(home string) slurm.Config {
+			return slurm.Config{PollMin: 100 * time.Millisecond, PollMax: time.Second, ExitPoll: 100 * time.Millisecond,
+				Settle: 3 * time.Second, Home: home, SweepGrace: time.Nanosecond, ExtraArgs: []string{"--hold"}}
+		}
+		engine := func() *Engine {
+			sx := slurm.New(slurm.CLI{Conf: c.Conf}, cfg(h.home))
+			return h.engine(func(o *Options) { o.Executors = []executor.Executor{local.New(), sx} })
+		}
+		state := func(id string) string {
+			out, err := c.Run(context.Background(), "squeue", "--noheader", "--states=all", "--jobs="+id, "--format=%T")
+			if err != nil {
+				return ""
+			}
+			return strings.TrimSpace(string(out))
+		}
+
+		// A run whose job waits (held) when its Niuma stops.
+		e := engine()
+		stop := h.drive(e)
+		info, err := e.Submit(context.Background(), RunSpec{Template: parse(t, slurmYAML(`
+  - name: a
+    command: [sh, -c, 'echo ran']
+`))})
+		require.NoError(t, err)
+		sub := e.Subscribe(256)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r := waitFor(t, ctx, e, sub, info.ID, func(r RunInfo) bool { return strings.Contains(r.Stages[0].Reason, "JobHeldUser") })
+		sub.Close()
+		mine := slurm.RecordedJobID(filepath.Join(r.Dir, "a"), 1)
+		require.NotEmpty(t, mine)
+		t.Cleanup(func() { slurmtest.Cancel(c, mine) })
+		stop()
+
+		// Jobs whose Niuma died before anything recorded them.
+		submit := func(home, stage string) string {
+			dir := filepath.Join(h.home, "runs", "gone")
+			hd, err := slurm.New(slurm.CLI{Conf: c.Conf}, cfg(home)).Start(context.Background(), executor.Job{
+				RunID: "gone", Stage: stage, Attempt: 1, Token: "gone-" + stage + "-" + c.Name, Argv: []string{"true"},
+				RunDir: dir, StageDir: filepath.Join(dir, stage),
+				StdoutPath: filepath.Join(dir, stage, "out"), StderrPath: filepath.Join(dir, stage, "err"),
+			})
+			require.NoError(t, err)
+			hd.(executor.Releaser).Release()
+			var ref struct {
+				JobID string `json:"job_id"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(hd.Ref()), &ref))
+			t.Cleanup(func() { slurmtest.Cancel(c, ref.JobID) })
+			return ref.JobID
+		}
+		orphan := submit(h.home, "orphan")
+		other := submit(t.TempDir(), "other")
+		// Slurm's submit times have whole seconds.
+		require.Eventually(t, func() bool { return time.Now().Add(-time.Second).After(submittedAt(t, c, orphan)) },
+			10*time.Second, 50*time.Millisecond)
+
+		e = engine()
+		h.drive(e) // returns once the engine owns the data dir and has swept
+		require.Eventually(t, func() bool { s := state(orphan); return s == "" || s == "CANCELLED" }, time.Minute, 100*time.Millisecond,
+			"the orphan job was not cancelled")
+		require.Equal(t, "PENDING", state(other), "another install's job is not this engine's")
+		require.Equal(t, "PENDING", state(mine), "the job of a run's attempt is the run's")
+		_, err = c.Run(context.Background(), "scontrol", "release", mine)
+		require.NoError(t, err)
+		r = waitSlurm(t, e, info.ID, 2*time.Minute)
+		require.Equal(t, Succeeded, r.State, r.Error)
+		require.Equal(t, 1, r.Stages[0].Attempts, "the held job was adopted, not submitted again")
+	})
+}
+
+// submittedAt is when Slurm says it accepted job id.
+func submittedAt(t *testing.T, c slurmtest.Cluster, id string) time.Time {
+	t.Helper()
+	out, err := c.Run(context.Background(), "squeue", "--noheader", "--jobs="+id, "--format=%V")
+	require.NoError(t, err)
+	at, err := time.ParseInLocation("2006-01-02T15:04:05", strings.TrimSpace(string(out)), time.Local)
+	require.NoError(t, err)
+	return at
 }

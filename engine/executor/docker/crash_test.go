@@ -281,3 +281,28 @@ func TestSweepRemovesOnlyExitedContainersNoAttemptNames(t *testing.T) {
 	require.Empty(t, f.containers())
 	require.False(t, strings.Contains(removed[0], "rec-"), removed[0])
 }
+
+// When the end cannot be recorded (a full disk; here the mark's path is
+// taken), the container is not removed: its status stays with Docker for
+// the next owner, who reads it and only then removes it.
+func TestAnEndThatCannotBeRecordedKeepsTheContainer(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	job := f.job("a", dockertest.Workload, "exit", "9")
+	job.Token = "tok-unrecorded"
+	blocker := filepath.Join(attemptMarks(job).Exit, "x")
+	require.NoError(t, os.MkdirAll(blocker, 0o755))
+	require.Equal(t, 9, f.run(job).Code)
+	l := f.containersOf("tok-unrecorded")
+	require.Len(t, l, 1, "the container holds the only record of the end")
+	require.Equal(t, "exited", l[0].State)
+
+	require.NoError(t, os.RemoveAll(attemptMarks(job).Exit)) // space again
+	h, err := New(f.api, f.home).Recover(ctx, job, "")
+	require.NoError(t, err)
+	require.Equal(t, 9, f.wait(h).Code)
+	require.Empty(t, f.containersOf("tok-unrecorded"))
+	h, err = New(f.api, f.home).Recover(ctx, job, "")
+	require.NoError(t, err)
+	require.Equal(t, 9, f.wait(h).Code, "and now the mark has it")
+}

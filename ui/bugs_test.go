@@ -383,7 +383,7 @@ func TestBugAReloadInFlightKeepsTheNewSelection(t *testing.T) {
 	require.Contains(t, v.detail.title.Text, "old")
 
 	b.gate = make(chan struct{})
-	b.entered = make(chan struct{})
+	b.entered = make(chan struct{}, 1) // buffered: the reload may get there before the test waits
 	done := make(chan struct{})
 	go func() { v.Reload(context.Background()); close(done) }() // reads r0, then waits
 	wait := func(ch <-chan struct{}, what string) {

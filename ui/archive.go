@@ -83,6 +83,10 @@ type archiveModel struct {
 	hidden  map[string]bool // parameter columns the user turned off
 	columns []string        // the parameter columns shown, in order
 
+	// changes are the runs the sentinel changed, by ID: their best is
+	// marked, and a changed parameter says what it was launched with.
+	changes map[string]sentinelChange
+
 	query, state, tmpl string        // the filters, as the user set them
 	back               time.Duration // only runs created this recently; 0: all
 	sortCol            int
@@ -500,10 +504,18 @@ func (m *archiveModel) cellText(e *engine.ArchiveEntry, col int) string {
 		if e.Goal == "max" {
 			arrow = "↑"
 		}
-		return fmt.Sprintf("%s %s %.4g", e.Objective, arrow, e.Best)
+		best := fmt.Sprintf("%s %s %.4g", e.Objective, arrow, e.Best)
+		if m.changes[e.ID].retried {
+			// Not the run that was launched: the sentinel changed it.
+			best += " " + sentinelMark
+		}
+		return best
 	}
 	if k, ok := m.paramColumn(col); ok {
 		if x, has := e.Params[k]; has {
+			if ch := m.changes[e.ID]; ch.launched != nil && contains(ch.changedParams(e.Params), k) {
+				return fmt.Sprintf("%s (was %s)", formatParam(x), formatParam(ch.launched[k]))
+			}
 			return formatParam(x)
 		}
 		return "—"
@@ -533,11 +545,12 @@ func (m *archiveModel) header(col int) string {
 // filterable and sortable by any column, with several runs picked to
 // compare (overlaid curves and a parameter diff) or delete.
 type ArchiveView struct {
-	backend Backend
-	win     fyne.Window
-	model   *archiveModel
-	mu      sync.Mutex  // serialises reloads
-	pending atomic.Bool // a reloadSoon is waiting for its turn
+	backend  Backend
+	win      fyne.Window
+	model    *archiveModel
+	sentinel sentinelCache
+	mu       sync.Mutex  // serialises reloads
+	pending  atomic.Bool // a reloadSoon is waiting for its turn
 
 	table    *widget.Table
 	query    *widget.Entry
@@ -667,11 +680,18 @@ func (v *ArchiveView) Reload(ctx context.Context) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	all, err := v.backend.Archive(ctx)
+	changes := map[string]sentinelChange{}
+	for i := range all {
+		if ch := v.sentinel.get(ctx, v.backend, all[i].RunInfo); ch.retried {
+			changes[all[i].ID] = ch
+		}
+	}
 	fyne.DoAndWait(func() {
 		if err != nil {
 			v.status.SetText("Could not read the archive: " + err.Error() + ". Check the data directory, then press reload.")
 			return
 		}
+		v.model.changes = changes
 		v.show(all, time.Now())
 	})
 	if v.reloaded != nil {

@@ -405,6 +405,7 @@ func (v *Board) read(ctx context.Context) boardModel {
 	}
 	now := time.Now()
 	m := buildBoard(snap, runs, last, anomalies, now)
+	addETAs(&m, readETAs(ctx, v.backend, &m))
 	m.gpuErr, m.runErr = gerr, rerr
 	for _, r := range recentRuns(runs, now) {
 		m.recent = append(m.recent, finishedItem{id: r.ID, template: r.Template, state: r.State, result: v.result(ctx, r), at: r.FinishedAt})

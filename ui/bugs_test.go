@@ -217,7 +217,7 @@ func TestBugStageChipsDoNotCoverTheState(t *testing.T) {
 	// The runs list takes about half of a 1024 px window, less with the
 	// split moved or a long template name.
 	row.set(engine.RunInfo{ID: "20261129-194640-5e1879", Template: "digits-mlp", State: engine.Succeeded,
-		Stages: stages(engine.Succeeded, engine.Succeeded, engine.Succeeded, engine.Succeeded)}, time.Now(), nil)
+		Stages: stages(engine.Succeeded, engine.Succeeded, engine.Succeeded, engine.Succeeded)}, time.Now(), nil, sentinelChange{})
 	w.Resize(fyne.NewSize(380, 80))
 	row.Resize(fyne.NewSize(380, row.MinSize().Height))
 	var stateRight, chipsLeft float32 = 0, 1e9

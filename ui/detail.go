@@ -271,7 +271,9 @@ func paramsText(r engine.RunInfo, launched map[string]any) string {
 
 // show fills the header and the tabs. failLine is the failed stage's last
 // error line ("" when none).
-func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engine.AnomalyInfo, failLine string) {
+// launched is what the run was launched with when the sentinel changed it
+// and the engine says (nil otherwise).
+func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engine.AnomalyInfo, failLine string, launched map[string]any) {
 	if r == nil {
 		d.shown = ""
 		d.title.SetText("Select a run")
@@ -300,7 +302,7 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 		id += " · GPU " + strings.Join(d.gpuNames(shortGPUs(gpus), gpus), ", ")
 	}
 	d.idLine.SetText(id)
-	setLine(d.params, paramsText(*r, nil))
+	setLine(d.params, paramsText(*r, launched))
 	why := ""
 	if r.Error != "" {
 		why = "Why it failed: " + r.Error

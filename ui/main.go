@@ -98,6 +98,8 @@ type MainView struct {
 	logStage string   // the stage whose log the user picked
 	logs     logCache // the last log tail read
 	fails    failCache
+	sentinel sentinelCache
+	changes  map[string]sentinelChange // the runs the sentinel changed, by ID
 
 	reloads chan struct{}
 
@@ -284,6 +286,7 @@ func (v *MainView) requestReload() {
 // snapshot is what one reload read.
 type snapshot struct {
 	runs      []engine.RunInfo
+	changes   map[string]sentinelChange // what the sentinel did to the runs it changed
 	sel       *engine.RunInfo
 	metrics   []engine.Point
 	curve     curveData // the chosen metric of the selected run, every attempt
@@ -301,6 +304,9 @@ type snapshot struct {
 func (v *MainView) Reload(ctx context.Context) {
 	var s snapshot
 	s.runs, s.err = v.backend.Runs(ctx, listLimit)
+	if s.err == nil {
+		s.changes = v.sentinel.all(ctx, v.backend, s.runs)
+	}
 	v.mu.Lock()
 	sel := v.selected
 	v.mu.Unlock()
@@ -335,6 +341,7 @@ func (v *MainView) apply(s snapshot) {
 	}
 	v.mu.Lock()
 	v.all = s.runs
+	v.changes = s.changes
 	// Only the run this reload tried to read, and could not, is gone: the
 	// user may have picked another one while it read.
 	gone := s.readID != "" && s.readID == v.selected && s.selErr != nil && !listed(s.runs, s.readID)
@@ -365,7 +372,11 @@ func (v *MainView) apply(s snapshot) {
 		v.detail.onRetryFix = v.onRetryFix
 	}
 	v.detail.showGPUs(s.sel != nil, s.gpus) // before show: it labels simulated GPUs
-	v.detail.show(s.sel, s.metrics, s.anomalies, s.failLine)
+	var launched map[string]any
+	if s.sel != nil {
+		launched = s.changes[s.sel.ID].launched
+	}
+	v.detail.show(s.sel, s.metrics, s.anomalies, s.failLine, launched)
 	v.detail.showCurve(s.sel != nil, s.metrics, s.curve)
 	if s.sel != nil {
 		v.detail.showLog(true, s.log, s.sel.ID)
@@ -465,13 +476,17 @@ func (v *MainView) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	}
 	it := v.rows[i]
 	folded := it.group != nil && v.folded[it.group.id]
+	var ch sentinelChange
+	if it.run != nil {
+		ch = v.changes[it.run.ID]
+	}
 	v.mu.Unlock()
 	row := o.(*runRow)
 	if it.group != nil {
 		row.setGroup(*it.group, folded)
 		return
 	}
-	row.set(*it.run, time.Now(), it.differ)
+	row.set(*it.run, time.Now(), it.differ, ch)
 }
 
 // onRetryFix opens the wizard on a run with an anomaly's fix applied, for
@@ -552,15 +567,20 @@ func newRunRow() fyne.CanvasObject {
 func (r *runRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(r.box) }
 
 // set shows a run; differ names the parameters that set it apart from the
-// other runs of its sweep (nil: show all of them).
-func (r *runRow) set(info engine.RunInfo, now time.Time, differ []string) {
+// other runs of its sweep (nil: show all of them); ch is what the sentinel
+// did to it (its changed parameters read "lr 1 → 0.1").
+func (r *runRow) set(info engine.RunInfo, now time.Time, differ []string, ch sentinelChange) {
 	title := info.Template
 	if info.Sweep != "" {
 		title = "    " + title // under its sweep's header
 	}
 	r.title.SetText(title)
 	r.title.TextStyle = fyne.TextStyle{Bold: true}
-	r.sub.SetText(strings.Join(append([]string{info.ID}, paramPairs(info.Params, differ)...), " · "))
+	head := []string{info.ID}
+	if ch.retried {
+		head = append(head, sentinelMark)
+	}
+	r.sub.SetText(strings.Join(append(head, changedPairs(info.Params, differ, ch)...), " · "))
 	r.state.Objects = []fyne.CanvasObject{chip(string(info.State), info.State)}
 	r.state.Refresh()
 	r.chips.set(info.Stages)

@@ -9,6 +9,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
@@ -151,4 +152,43 @@ func TestBoardShowsTheETA(t *testing.T) {
 	}
 	require.Contains(t, byID["r1"], " · ETA 14 min, from 9 earlier runs")
 	require.NotContains(t, byID["r2"], "ETA", "no history: no ETA")
+}
+
+// The Runs page's Columns… turns each run's second line into a cell per
+// chosen parameter under a header; Enter keeps the choice, Escape drops it.
+func TestRunsPageParameterColumns(t *testing.T) {
+	now := time.Now()
+	b := &launchedBackend{anomalyBackend: anomalyBackend{fakeBackend: fakeBackend{runs: retriedRuns(now)}, anomalies: retryRecords},
+		launched: map[string]map[string]any{"r1": {"lr": 1.0, "optimizer": "sgd"}}}
+	v, w := newTestView(t, &b.fakeBackend)
+	v.backend = b
+	v.Reload(context.Background())
+	require.False(t, v.colHead.Visible(), "no columns chosen: the line of what differs")
+
+	test.Tap(v.cols)
+	require.NotNil(t, w.Canvas().Overlays().Top())
+	pressKey(w, fyne.KeyEscape)
+	require.Nil(t, w.Canvas().Overlays().Top(), "Escape drops the choice")
+	require.Empty(t, v.columns)
+
+	v.setColumns([]string{"lr", "optimizer"})
+	require.True(t, v.colHead.Visible())
+	var heads []string
+	for _, o := range v.colHead.Objects {
+		heads = append(heads, o.(*widget.Label).Text)
+	}
+	require.Equal(t, []string{"run", "lr", "optimizer"}, heads)
+	list := texts(v.list)
+	for _, want := range []string{"r1 ⚑", "1 → 0.1", "sgd", "r0", "0.01", "adam"} {
+		require.Contains(t, list, want)
+	}
+	require.Equal(t, "lr,optimizer", fyne.CurrentApp().Preferences().String(prefRunColumns), "kept for next time")
+
+	// Enter in the chooser keeps what is ticked.
+	test.Tap(v.cols)
+	pressKey(w, fyne.KeyReturn)
+	require.Nil(t, w.Canvas().Overlays().Top())
+	require.Equal(t, []string{"lr", "optimizer"}, v.columns)
+	v2 := NewMainView(b, w)
+	require.Equal(t, []string{"lr", "optimizer"}, v2.columns, "the next window starts with them")
 }

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -76,6 +77,8 @@ type MainView struct {
 	cancel  *widget.Button
 	export  *widget.Button
 	clone   *widget.Button
+	cols    *widget.Button  // Columns…: the parameter columns
+	colHead *fyne.Container // the columns' titles over the list
 	content fyne.CanvasObject
 	selInfo *engine.RunInfo // the selected run as last read, for Clone
 
@@ -100,6 +103,7 @@ type MainView struct {
 	fails    failCache
 	sentinel sentinelCache
 	changes  map[string]sentinelChange // the runs the sentinel changed, by ID
+	columns  []string                  // the parameter columns chosen (none: what differs)
 
 	reloads chan struct{}
 
@@ -171,16 +175,20 @@ func NewMainView(b Backend, win fyne.Window) *MainView {
 		v.updateExport()
 		v.requestReload()
 	}
-	toolbar := container.NewHBox(v.newRun, v.cancel, v.export, v.clone)
+	v.cols = widget.NewButtonWithIcon("Columns…", theme.ListIcon(), v.chooseColumns)
+	v.colHead = container.New(&widthsLayout{})
+	v.colHead.Hide()
+	toolbar := container.NewHBox(v.newRun, v.cancel, v.export, v.clone, layout.NewSpacer(), v.cols)
 	v.query = widget.NewEntry()
 	v.query.SetPlaceHolder("Search runs: template, ID, lr=0.01…")
 	v.query.OnChanged = func(string) { v.refilter() }
 	v.stateSel = widget.NewSelect(stateFilters, func(string) { v.refilter() })
 	v.stateSel.Selected = stateFilters[0]
-	filters := container.NewBorder(nil, nil, nil, v.stateSel, v.query)
+	filters := container.NewVBox(container.NewBorder(nil, nil, nil, v.stateSel, v.query), v.colHead)
 	split := container.NewHSplit(container.NewBorder(filters, nil, nil, nil, v.list), container.NewPadded(v.detail.content))
 	split.Offset = 0.55
 	v.content = container.NewBorder(container.NewVBox(toolbar, widget.NewSeparator()), v.status, nil, nil, split)
+	v.loadColumns()
 	return v
 }
 
@@ -480,6 +488,7 @@ func (v *MainView) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	if it.run != nil {
 		ch = v.changes[it.run.ID]
 	}
+	cols := v.columns
 	v.mu.Unlock()
 	row := o.(*runRow)
 	if it.group != nil {
@@ -487,6 +496,7 @@ func (v *MainView) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 		return
 	}
 	row.set(*it.run, time.Now(), it.differ, ch)
+	row.setColumns(*it.run, cols, ch)
 }
 
 // onRetryFix opens the wizard on a run with an anomaly's fix applied, for
@@ -540,6 +550,8 @@ type runRow struct {
 	chips   *stageStrip
 	elapsed *widget.Label
 	head    *fyne.Container
+	line    *fyne.Container // the second line: sub, or the cells
+	cells   *fyne.Container // the parameter columns, when chosen
 	box     fyne.CanvasObject
 }
 
@@ -559,7 +571,10 @@ func newRunRow() fyne.CanvasObject {
 	// dots when their names do not fit), so nothing covers anything; the
 	// second line (ID and parameters) takes the row's whole width.
 	r.head = container.New(&headLayout{title: r.title, strip: r.chips}, container.NewCenter(r.state), r.title, r.chips)
-	r.box = container.NewVBox(r.head, container.NewBorder(nil, nil, nil, r.elapsed, r.sub))
+	r.cells = container.New(&widthsLayout{})
+	r.cells.Hide()
+	r.line = container.NewStack(r.sub, r.cells)
+	r.box = container.NewVBox(r.head, container.NewBorder(nil, nil, nil, r.elapsed, r.line))
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -589,6 +604,32 @@ func (r *runRow) set(info engine.RunInfo, now time.Time, differ []string, ch sen
 	r.head.Refresh() // the widths depend on the texts just set
 }
 
+// setColumns shows a run's chosen parameter columns in place of its line
+// of what differs (none chosen: that line).
+func (r *runRow) setColumns(info engine.RunInfo, cols []string, ch sentinelChange) {
+	if len(cols) == 0 {
+		r.cells.Hide()
+		r.sub.Show()
+		return
+	}
+	cells := columnCells(info, cols, ch)
+	objs := make([]fyne.CanvasObject, len(cells))
+	for i, c := range cells {
+		l := widget.NewLabel(c)
+		l.Truncation = fyne.TextTruncateEllipsis
+		l.SizeName = theme.SizeNameCaptionText
+		if i == 0 {
+			l.Importance = widget.LowImportance
+		}
+		objs[i] = l
+	}
+	r.cells.Objects = objs
+	r.cells.Layout = &widthsLayout{widths: columnWidths(len(cols))}
+	r.sub.Hide()
+	r.cells.Show()
+	r.cells.Refresh()
+}
+
 // setGroup shows a sweep's header: how many runs, over what, and how they
 // stand; folded says whether its runs are hidden.
 func (r *runRow) setGroup(g sweepGroup, folded bool) {
@@ -606,6 +647,8 @@ func (r *runRow) setGroup(g sweepGroup, folded bool) {
 	r.state.Objects = nil
 	r.state.Refresh()
 	r.chips.Hide()
+	r.cells.Hide()
+	r.sub.Show()
 	r.elapsed.SetText(g.started)
 	r.head.Refresh()
 }

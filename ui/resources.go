@@ -351,7 +351,9 @@ func (w *Wizard) resourceForm() fyne.CanvasObject {
 		"An estimate lets the shepherd fit short runs into gaps; without one it uses earlier runs of the template.")
 	note.Wrapping = fyne.TextWrapWord
 	note.Importance = widget.LowImportance
-	return container.NewVScroll(container.NewVBox(needs, form, w.res.note, note, w.resErr, w.res.preview))
+	// Where the first run would go leads: it answers what the user
+	// changes below.
+	return container.NewVScroll(container.NewVBox(w.res.preview, w.resErr, needs, form, w.res.note, note))
 }
 
 // updatePreview says on the Resources step where the first run would go
@@ -371,9 +373,11 @@ func (w *Wizard) updatePreview() {
 		return
 	}
 	p := previewPlacement(snap, specs[:1], w.resources, time.Now())[0]
-	text := "Now: " + p.where
+	text := "Where the first run would go now: " + p.where
+	w.res.preview.Importance = widget.SuccessImportance
 	if p.wait != "" {
-		text = "Now: " + p.wait
+		text = "Where the first run would go now: nowhere yet — " + p.wait
+		w.res.preview.Importance = widget.WarningImportance
 	}
 	w.res.preview.SetText(text)
 	w.res.preview.Show()

@@ -91,9 +91,9 @@ func TestWizardResourcesStepShowsPlacement(t *testing.T) {
 	texts := texts(wz.body)
 	require.Contains(t, texts, "gpu_memory")
 	require.Contains(t, texts, "CPUs per stage")
-	require.Contains(t, wz.res.preview.Text, "Now: train → GPU 1")
+	require.Contains(t, wz.res.preview.Text, "would go now: train → GPU 1")
 	fieldOf(wz, "gpu_memory").entry.SetText("81GiB")
-	require.Contains(t, wz.res.preview.Text, "Now: train would wait: needs 1×81 GiB")
+	require.Contains(t, wz.res.preview.Text, "nowhere yet — train would wait: needs 1×81 GiB")
 }
 
 // A template with fixed GPU needs gets the run's own GPUs and memory from

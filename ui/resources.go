@@ -15,6 +15,7 @@ import (
 	"niuma/engine"
 	"niuma/engine/template"
 	"niuma/gpumon"
+	"niuma/sentinel"
 	"niuma/shepherd"
 )
 
@@ -33,6 +34,10 @@ type Resources struct {
 	// Estimate is how long the GPU stage runs, the user's guess; 0 leaves
 	// it to the predictor.
 	Estimate time.Duration
+	// FlagOnly makes the sentinel only flag (and notify) for these runs,
+	// never retry or stop them: a retried point of a sweep would quietly
+	// become another point. The default for a launch of several runs.
+	FlagOnly bool
 }
 
 // zero reports whether r keeps every need of the template.
@@ -52,6 +57,9 @@ type resourceBackend interface {
 type resourceControls struct {
 	gpus, gpuMem, cpus, estimate *keyEntry
 	spot, share                  *keyCheck
+	flagOnly                     *keyCheck     // shown when the template's sentinel acts
+	flagTouched                  bool          // the user set flagOnly: no default overrides it
+	acts                         bool          // the template's sentinel retries or stops: flagOnly is offered
 	note                         *widget.Label // what this engine cannot take
 	preview                      *widget.Label // where the first run would go now
 }
@@ -67,6 +75,10 @@ func newResourceControls(changed func()) *resourceControls {
 	rc.estimate.SetPlaceHolder("from earlier runs, e.g. 45m or 2h")
 	rc.spot = newKeyCheck("spot: may be stopped for higher-priority work and resumed from its checkpoint", func(bool) { changed() })
 	rc.share = newKeyCheck("share: may share a GPU with other runs when memory fits", func(bool) { changed() })
+	rc.flagOnly = newKeyCheck("sentinel: only flag trouble, never retry or stop these runs (a retried point of a sweep becomes another point)", func(bool) {
+		rc.flagTouched = true
+		changed()
+	})
 	rc.note = widget.NewLabel("")
 	rc.note.Importance = widget.LowImportance
 	rc.note.Wrapping = fyne.TextWrapWord
@@ -84,6 +96,34 @@ func (rc *resourceControls) reset() {
 	}
 	rc.spot.SetChecked(false)
 	rc.share.SetChecked(false)
+	rc.flagOnly.SetChecked(false)
+	rc.flagTouched = false
+}
+
+// defaultFlagOnly ticks "only flag" for a launch of several runs (a sweep),
+// unless the user chose.
+func (rc *resourceControls) defaultFlagOnly(runs int) {
+	if rc.flagTouched {
+		return
+	}
+	on := rc.flagOnly.OnChanged
+	rc.flagOnly.OnChanged = nil // not the user's choice
+	rc.flagOnly.SetChecked(runs > 1)
+	rc.flagOnly.OnChanged = on
+}
+
+// sentinelActs reports whether the template's sentinel does more than flag
+// or notify for some kind: only then is "only flag" a choice.
+func sentinelActs(t *template.Template) bool {
+	if t == nil {
+		return false
+	}
+	for _, a := range t.Sentinel {
+		if a.Do != sentinel.Flag && a.Do != sentinel.Notify && a.Do != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // read parses the controls: the resources asked for, or what to fix.
@@ -118,13 +158,14 @@ func (rc *resourceControls) read() (Resources, error) {
 		r.Estimate = d
 	}
 	r.Spot, r.Share = rc.spot.Checked, rc.share.Checked
+	r.FlagOnly = rc.acts && rc.flagOnly.Checked && !rc.flagOnly.Disabled()
 	return r, nil
 }
 
 // enable turns on the controls the engine can take: with takes, all; else
 // none of the run's own (the template's parameters still set its GPUs).
 func (rc *resourceControls) enable(takes bool) {
-	for _, w := range []fyne.Disableable{rc.gpus, rc.gpuMem, rc.cpus, rc.estimate, rc.spot, rc.share} {
+	for _, w := range []fyne.Disableable{rc.gpus, rc.gpuMem, rc.cpus, rc.estimate, rc.spot, rc.share, rc.flagOnly} {
 		if takes {
 			w.Enable()
 		} else {
@@ -135,7 +176,7 @@ func (rc *resourceControls) enable(takes bool) {
 		rc.note.Hide()
 		return
 	}
-	rc.note.SetText("This engine takes no per-run CPUs, spot, share or estimate: the template's stages decide them.")
+	rc.note.SetText("This engine takes no per-run CPUs, spot, share, estimate or sentinel choice: the template decides them.")
 	rc.note.Show()
 }
 
@@ -321,6 +362,9 @@ func resourceLine(r Resources) string {
 	if r.Estimate > 0 {
 		parts = append(parts, "estimate "+r.Estimate.String())
 	}
+	if r.FlagOnly {
+		parts = append(parts, "sentinel only flags")
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -344,6 +388,9 @@ func (w *Wizard) resourceForm() fyne.CanvasObject {
 	form.Append("Estimate", w.res.estimate)
 	form.Append("", w.res.spot)
 	form.Append("", w.res.share)
+	if w.res.acts {
+		form.Append("", w.res.flagOnly)
+	}
 	form.Append("Executor", w.executor)
 	form.Append("Priority", w.priority)
 	form.Append("Seed", w.seed)

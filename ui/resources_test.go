@@ -171,3 +171,42 @@ func TestWizardResourceInputIsChecked(t *testing.T) {
 	require.True(t, plain.res.gpus.Disabled())
 	require.True(t, plain.res.note.Visible())
 }
+
+// A sweep of a template whose sentinel retries defaults to "only flag";
+// one run does not; the user's choice stands.
+func TestWizardFlagOnlyForSweeps(t *testing.T) {
+	const yaml = `name: s
+runtime: {kind: local}
+params:
+  lr: {type: float, default: 0.01}
+stages:
+  - {name: train, command: [/bin/true]}
+sentinel:
+  nan: {do: retry, set: {lr: "*0.1"}}
+`
+	test.NewTempApp(t)
+	b := &resourceFake{}
+	wz := NewWizard(b, gpuEntries(t, yaml), nil, nil, nil)
+	wz.list.Select(0)
+	wz.show(stepResources)
+	require.False(t, wz.res.flagOnly.Checked, "one run: the template's sentinel acts")
+	wz.show(stepParams)
+	lr := fieldOf(wz, "lr")
+	lr.sweep.SetChecked(true)
+	lr.sweepEntry.SetText("0.1, 0.01")
+	wz.show(stepResources)
+	require.True(t, wz.res.flagOnly.Checked, "a sweep's points are only flagged")
+	require.Nil(t, wz.validate())
+	require.True(t, wz.resources.FlagOnly)
+	test.Tap(wz.res.flagOnly) // the user wants the retries
+	wz.show(stepParams)
+	wz.show(stepResources)
+	require.False(t, wz.res.flagOnly.Checked, "the user's choice stands")
+
+	// A template whose sentinel only flags offers no such choice.
+	wz = NewWizard(b, gpuEntries(t, fixedGPUYAML), nil, nil, nil)
+	wz.list.Select(0)
+	wz.show(stepResources)
+	require.NotContains(t, texts(wz.body), wz.res.flagOnly.Text)
+	require.False(t, wz.resources.FlagOnly)
+}

@@ -487,6 +487,10 @@ func (w *Wizard) show(step int) {
 		hint.Wrapping = fyne.TextWrapWord
 		body = container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(w.reset, w.runCount), hint), nil, nil, nil, container.NewVScroll(rows))
 	case stepResources:
+		w.res.acts = sentinelActs(w.tmpl)
+		if n, err := w.runTotal(); err == nil {
+			w.res.defaultFlagOnly(n)
+		}
 		body = w.resourceForm()
 	case stepReview:
 		w.specs, _ = w.buildSpecs()

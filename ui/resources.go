@@ -176,7 +176,7 @@ func (rc *resourceControls) enable(takes bool) {
 		rc.note.Hide()
 		return
 	}
-	rc.note.SetText("This engine takes no per-run CPUs, spot, share, estimate or sentinel choice: the template decides them.")
+	rc.note.SetText("CPUs, spot, share, an estimate and the sentinel's answers come from the template: this engine takes none of them per run.")
 	rc.note.Show()
 }
 
@@ -380,27 +380,57 @@ func (w *Wizard) resourceForm() fyne.CanvasObject {
 		}
 	}
 	form := widget.NewForm()
+	// Controls the engine cannot honour are not offered (a control that
+	// does nothing misleads); the note says what the template decides.
+	takes := !w.res.cpus.Disabled()
 	if len(needs.Objects) == 0 {
-		form.Append("GPUs per GPU stage", w.res.gpus)
-		form.Append("GPU memory per GPU", w.res.gpuMem)
+		if takes {
+			form.Append("GPUs per GPU stage", w.res.gpus)
+			form.Append("GPU memory per GPU", w.res.gpuMem)
+		} else if need := templateGPUNeed(w.tmpl); need != "" {
+			form.Append("GPUs", widget.NewLabel(need))
+		}
 	}
-	form.Append("CPUs per stage", w.res.cpus)
-	form.Append("Estimate", w.res.estimate)
-	form.Append("", w.res.spot)
-	form.Append("", w.res.share)
-	if w.res.acts {
-		form.Append("", w.res.flagOnly)
+	if takes {
+		form.Append("CPUs per stage", w.res.cpus)
+		form.Append("Estimate", w.res.estimate)
+		form.Append("", w.res.spot)
+		form.Append("", w.res.share)
+		if w.res.acts {
+			form.Append("", w.res.flagOnly)
+		}
 	}
 	form.Append("Executor", w.executor)
 	form.Append("Priority", w.priority)
 	form.Append("Seed", w.seed)
-	note := widget.NewLabel("Higher priority runs are placed first. Seed 0 lets Niuma choose one for each run. " +
-		"An estimate lets the shepherd fit short runs into gaps; without one it uses earlier runs of the template.")
+	about := "Higher priority runs are placed first. Seed 0 lets Niuma choose one for each run."
+	if takes {
+		about += " An estimate lets the shepherd fit short runs into gaps; without one it uses earlier runs of the template."
+	}
+	note := widget.NewLabel(about)
 	note.Wrapping = fyne.TextWrapWord
 	note.Importance = widget.LowImportance
 	// Where the first run would go leads: it answers what the user
 	// changes below.
-	return container.NewVScroll(container.NewVBox(w.res.preview, w.resErr, needs, form, w.res.note, note))
+	return container.NewVScroll(container.NewVBox(w.res.preview, w.resErr, needs, w.res.note, form, note))
+}
+
+// templateGPUNeed says what the template's stages ask of the GPUs, for a
+// template whose needs no parameter sets: "train: 1 × 30 GiB".
+func templateGPUNeed(t *template.Template) string {
+	if t == nil {
+		return ""
+	}
+	var parts []string
+	for _, st := range t.Stages {
+		if st.GPUs > 0 {
+			parts = append(parts, st.Name+": "+needText(st.GPUs, st.GPUMemoryMiB))
+		}
+	}
+	if len(parts) == 0 {
+		return "none: every stage runs on the CPU"
+	}
+	return strings.Join(parts, "; ") + " (the template's)"
 }
 
 // updatePreview says on the Resources step where the first run would go

@@ -90,7 +90,7 @@ func TestWizardResourcesStepShowsPlacement(t *testing.T) {
 	wz.show(stepResources)
 	texts := texts(wz.body)
 	require.Contains(t, texts, "gpu_memory")
-	require.Contains(t, texts, "CPUs per stage")
+	require.True(t, wz.res.note.Visible(), "this engine takes no per-run CPUs: the step says so")
 	require.Contains(t, wz.res.preview.Text, "would go now: train → GPU 1")
 	fieldOf(wz, "gpu_memory").entry.SetText("81GiB")
 	require.Contains(t, wz.res.preview.Text, "nowhere yet — train would wait: needs 1×81 GiB")
@@ -170,6 +170,9 @@ func TestWizardResourceInputIsChecked(t *testing.T) {
 	require.True(t, plain.res.spot.Disabled())
 	require.True(t, plain.res.gpus.Disabled())
 	require.True(t, plain.res.note.Visible())
+	shown := texts(plain.body)
+	require.NotContains(t, shown, "CPUs per stage", "a control the engine cannot honour is not offered")
+	require.Contains(t, shown, "train: 1 GPU with 30 GiB each (the template's)")
 }
 
 // A sweep of a template whose sentinel retries defaults to "only flag";

@@ -423,3 +423,35 @@ func (g *gatedBackend) LastMetrics(ctx context.Context, id string) ([]engine.Poi
 	}
 	return g.fakeBackend.LastMetrics(ctx, id)
 }
+
+// Found in the first-use trial: a run opened from the board showed "Select
+// a run" (or the run shown before) until its read came back, seconds on a
+// busy machine; the click now shows at once which run is coming.
+func TestBugOpeningARunSaysSoAtOnce(t *testing.T) {
+	now := time.Now()
+	b := &gatedBackend{fakeBackend: fakeBackend{runs: []engine.RunInfo{
+		{ID: "r1", Template: "new", State: engine.Running, CreatedAt: now},
+		{ID: "r0", Template: "old", State: engine.Succeeded, CreatedAt: now}}}}
+	v, _ := newTestView(t, &b.fakeBackend)
+	v.backend = b
+	v.Reload(context.Background())
+	v.SelectRun("r0")
+	v.Reload(context.Background())
+	require.Contains(t, v.detail.title.Text, "old")
+	v.SelectRun("r1") // no reload yet: the read is on its way
+	require.Equal(t, "Opening run r1…", v.detail.title.Text)
+	require.False(t, v.detail.body.Visible(), "r0's curves and stages are not shown as r1's")
+	v.Reload(context.Background())
+	require.Contains(t, v.detail.title.Text, "new")
+}
+
+// Found in the first-use trial: the board redrew its charts every second
+// behind the other pages, slowing the page on screen on a busy machine.
+func TestBugBoardRedrawsOnlyWhenShown(t *testing.T) {
+	s, _ := newTestShell(t, &fakeBackend{})
+	require.True(t, s.boardShown.Load(), "the board is home")
+	s.Show("Runs")
+	require.False(t, s.boardShown.Load())
+	s.Show("Board")
+	require.True(t, s.boardShown.Load())
+}

@@ -269,6 +269,25 @@ func paramsText(r engine.RunInfo, launched map[string]any) string {
 	return "Parameters: " + strings.Join(parts, " · ")
 }
 
+// opening says a run is being read: a click shows at once that it took,
+// whatever the read costs (the previous run's panes are not left up as if
+// they were the new one's).
+func (d *runDetail) opening(id string) {
+	if id == d.shown {
+		return
+	}
+	d.title.SetText("Opening run " + id + "…")
+	d.idLine.SetText("Reading its stages, curves and log.")
+	setLine(d.params, "")
+	setLine(d.why, "")
+	setLine(d.errLine, "")
+	setLine(d.notes, "")
+	d.badges.Objects = nil
+	d.badges.Refresh()
+	d.body.Hide()
+	d.header.Refresh()
+}
+
 // show fills the header and the tabs. failLine is the failed stage's last
 // error line ("" when none).
 // launched is what the run was launched with when the sentinel changed it

@@ -269,6 +269,9 @@ func (v *MainView) pick(id string) {
 		v.selInfo = nil
 		v.clone.Disable()
 		v.cancel.Disable()
+		if id != "" {
+			v.detail.opening(id)
+		}
 	}
 }
 

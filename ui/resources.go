@@ -410,9 +410,10 @@ func (w *Wizard) resourceForm() fyne.CanvasObject {
 	note := widget.NewLabel(about)
 	note.Wrapping = fyne.TextWrapWord
 	note.Importance = widget.LowImportance
-	// Where the first run would go leads: it answers what the user
-	// changes below.
-	return container.NewVScroll(container.NewVBox(w.res.preview, w.resErr, needs, w.res.note, form, note))
+	// Where the first run would go follows the GPU needs it answers, below
+	// them: its text changes length as they are typed, and nothing the
+	// user points at may move.
+	return container.NewVScroll(container.NewVBox(needs, w.res.preview, w.resErr, w.res.note, form, note))
 }
 
 // templateGPUNeed says what the template's stages ask of the GPUs, for a

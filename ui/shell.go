@@ -78,6 +78,10 @@ type Shell struct {
 	// archiveShown is set while the Archive page is on screen: run
 	// events reload it then (and only then: the read is heavy).
 	archiveShown atomic.Bool
+	// boardShown is set while the Board is on screen: it is redrawn once
+	// a second then, and not while another page is (its charts cost the
+	// CPU the page on screen needs).
+	boardShown atomic.Bool
 
 	// Pull shows image pulls in progress on the board.
 	Pull *PullIndicator
@@ -130,8 +134,10 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 	s.tabs.Append(container.NewTabItemWithIcon("Templates", theme.DocumentIcon(), s.templatesPage()))
 	s.tabs.Append(container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), s.settingsPage()))
 	s.tabs.SetTabLocation(container.TabLocationLeading)
+	s.boardShown.Store(true) // the Board is home
 	s.tabs.OnSelected = func(t *container.TabItem) {
 		s.archiveShown.Store(t.Text == "Archive")
+		s.boardShown.Store(t.Text == "Board")
 		if s.cluster != nil {
 			s.cluster.shown.Store(t.Text == "Cluster")
 		}
@@ -142,6 +148,8 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 			go s.Archive.Reload(context.Background())
 		case "Cluster":
 			go s.cluster.Reload(context.Background())
+		case "Board":
+			go s.Board.Reload(context.Background())
 		}
 	}
 	s.content = container.NewStack(s.tabs, s.notices.layer)
@@ -189,7 +197,9 @@ func (s *Shell) Start(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				s.Board.Reload(ctx)
+				if s.boardShown.Load() {
+					s.Board.Reload(ctx)
+				}
 			}
 		}
 	}()

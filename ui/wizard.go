@@ -499,7 +499,11 @@ func (w *Wizard) show(step int) {
 		if snap, err := w.backend.GPUs(context.Background()); err == nil && w.refusal == nil {
 			w.placed = previewPlacement(snap, w.specs, w.resources, time.Now())
 		}
-		head := widget.NewLabelWithStyle(fmt.Sprintf("%d %s of %s will be queued:", len(w.specs), plural(len(w.specs), "run", "runs"), w.tmpl.Name),
+		verb := "will be queued"
+		if w.refusal != nil {
+			verb = "cannot be launched"
+		}
+		head := widget.NewLabelWithStyle(fmt.Sprintf("%d %s of %s %s:", len(w.specs), plural(len(w.specs), "run", "runs"), w.tmpl.Name, verb),
 			fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		top := fyne.CanvasObject(head)
 		if w.refusal != nil {

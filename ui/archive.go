@@ -553,7 +553,7 @@ type ArchiveView struct {
 	pending  atomic.Bool // a reloadSoon is waiting for its turn
 
 	table    *widget.Table
-	query    *widget.Entry
+	query    *keyEntry
 	stateSel *widget.Select
 	tmplSel  *widget.Select
 	dateSel  *widget.Select
@@ -637,7 +637,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 		}
 	}
 
-	v.query = widget.NewEntry()
+	v.query = newKeyEntry()
 	v.query.SetPlaceHolder("Search: template, ID, lr=0.01…")
 	v.query.OnChanged = func(s string) { v.model.query = s; v.refresh() }
 	v.stateSel = widget.NewSelect(stateFilters, func(s string) { v.model.state = s; v.refresh() })

@@ -8,6 +8,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/require"
@@ -454,4 +455,31 @@ func TestBugBoardRedrawsOnlyWhenShown(t *testing.T) {
 	require.False(t, s.boardShown.Load())
 	s.Show("Board")
 	require.True(t, s.boardShown.Load())
+}
+
+// Found in the first-use trial: with the cursor in a text field (the
+// Runs search, the archive's, the Settings address), Ctrl+N did nothing:
+// Fyne hands a shortcut to the focused widget only.
+func TestBugCtrlNWorksFromATextField(t *testing.T) {
+	s, w := newTestShell(t, &fakeBackend{})
+	sc := &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
+	for _, f := range []struct {
+		page  string
+		entry fyne.Focusable
+	}{{"Runs", s.Runs.query}, {"Archive", s.Archive.query}} {
+		s.Show(f.page)
+		w.Canvas().Focus(f.entry)
+		// What the driver does: the focused widget gets the shortcut.
+		w.Canvas().Focused().(fyne.Shortcutable).TypedShortcut(sc)
+		require.NotNil(t, w.Canvas().Overlays().Top(), "Ctrl+N from the %s search opens the wizard", f.page)
+		test.Tap(s.wizard.cancel)
+		require.Nil(t, w.Canvas().Overlays().Top())
+	}
+	// The field's own shortcuts stay its own.
+	s.Show("Runs")
+	s.Runs.query.SetText("lr=0.1")
+	w.Canvas().Focus(s.Runs.query)
+	w.Canvas().Focused().(fyne.Shortcutable).TypedShortcut(&fyne.ShortcutSelectAll{})
+	require.Equal(t, "lr=0.1", s.Runs.query.SelectedText())
+	require.Nil(t, w.Canvas().Overlays().Top())
 }

@@ -60,7 +60,7 @@ type runDetail struct {
 	// and the tail of the stage's latest attempt.
 	logBox     *fyne.Container
 	logStage   *widget.Select
-	logSearch  *widget.Entry
+	logSearch  *keyEntry
 	logText    *widget.Label
 	logNote    *widget.Label
 	logScroll  *container.Scroll
@@ -111,7 +111,7 @@ func newRunDetail() *runDetail {
 			d.onLogStage(stage)
 		}
 	})
-	d.logSearch = widget.NewEntry()
+	d.logSearch = newKeyEntry()
 	d.logSearch.SetPlaceHolder("Show lines containing…")
 	d.logSearch.OnChanged = func(string) { d.refreshLog() }
 	d.logText = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})

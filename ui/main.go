@@ -94,7 +94,7 @@ type MainView struct {
 	all      []engine.RunInfo // every run read
 	folded   map[string]bool  // sweeps whose runs are hidden under their header
 	selected string
-	query    *widget.Entry  // search: template, ID or parameter text
+	query    *keyEntry      // search: template, ID or parameter text
 	stateSel *widget.Select // filter by state
 	metric   string         // the curve the user picked, "stage/key"
 	curves   curveCache
@@ -179,7 +179,7 @@ func NewMainView(b Backend, win fyne.Window) *MainView {
 	v.colHead = container.New(&widthsLayout{})
 	v.colHead.Hide()
 	toolbar := container.NewHBox(v.newRun, v.cancel, v.export, v.clone, layout.NewSpacer(), v.cols)
-	v.query = widget.NewEntry()
+	v.query = newKeyEntry()
 	v.query.SetPlaceHolder("Search runs: template, ID, lr=0.01…")
 	v.query.OnChanged = func(string) { v.refilter() }
 	v.stateSel = widget.NewSelect(stateFilters, func(string) { v.refilter() })

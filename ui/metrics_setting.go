@@ -29,7 +29,7 @@ const defaultMetricsAddr = "127.0.0.1:9464"
 // metricsSetting is the Settings page's Prometheus section.
 type metricsSetting struct {
 	server  MetricsServer
-	addr    *widget.Entry
+	addr    *keyEntry
 	serve   *widget.Button
 	stop    *widget.Button
 	status  *widget.Label
@@ -38,7 +38,7 @@ type metricsSetting struct {
 }
 
 func newMetricsSetting(server MetricsServer) *metricsSetting {
-	m := &metricsSetting{server: server, addr: widget.NewEntry(), status: widget.NewLabel("")}
+	m := &metricsSetting{server: server, addr: newKeyEntry(), status: widget.NewLabel("")}
 	m.addr.SetPlaceHolder(defaultMetricsAddr)
 	m.addr.OnSubmitted = func(string) { m.apply() }
 	m.status.Wrapping = fyne.TextWrapWord

@@ -170,7 +170,7 @@ key Escape
 size 1024 700
 tab Settings
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-click 500 "$(settings_addr_y)"
+click 500 301            # the address field
 type_text "127.0.0.1:$port"
 key Return
 curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^niuma_' && echo "screenshots: the window serves metrics on :$port" ||

@@ -40,7 +40,7 @@ const (
 var archiveHeaders = [archiveCols]string{"", "ID", "Template", "State", "Created", "Duration", "Best objective"}
 
 // archiveWidths are the columns' widths, in points.
-var archiveWidths = [archiveCols]float32{36, 235, 150, 110, 150, 90, 190}
+var archiveWidths = [archiveCols]float32{36, 215, 140, 110, 150, 90, 250}
 
 // allTemplates is the template filter's "no filter" choice.
 const allTemplates = "all templates"

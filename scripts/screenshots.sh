@@ -18,6 +18,7 @@
 #   archive.png                      parameter columns, the sweep grouped
 #   hyperparameters.png              objective against lr, parallel coords
 #   settings.png                     Settings, Prometheus metrics served
+#   cluster.png                      the Slurm cluster (where sbatch is)
 #
 # Needs: Xvfb, xdotool, ImageMagick (import), /usr/bin/python3 with torch
 # and sklearn (make deps installs them). The clicks are at fixed points of
@@ -173,8 +174,18 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 click 500 301            # the address field
 type_text "127.0.0.1:$port"
 key Return
-curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^niuma_' && echo "screenshots: the window serves metrics on :$port" ||
+served=""
+for _ in $(seq 25); do # the window serves once it has drawn the click
+	curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^niuma_' && { served=1; break; }
+	sleep 0.2
+done
+[ -n "$served" ] && echo "screenshots: the window serves metrics on :$port" ||
 	echo "screenshots: no metrics on :$port (look at settings.png)"
 shot settings
+if [ "$cluster" = 1 ]; then
+	tab Cluster
+	sleep 3 # the first read of the cluster
+	shot cluster
+fi
 
 echo "screenshots: done; look at every PNG in $OUT before committing them"

@@ -560,6 +560,7 @@ type ArchiveView struct {
 	compare  *widget.Button
 	hparams  *widget.Button
 	columns  *widget.Button
+	studies  *widget.Button // shown when the engine keeps studies
 	delete   *widget.Button
 	status   *widget.Label
 	content  fyne.CanvasObject
@@ -571,6 +572,8 @@ type ArchiveView struct {
 	ParamLog func(template, param string) (log, known bool)
 	// hparamView is the last hyperparameter view's content, for tests.
 	hparamView *hparamView
+	// studiesBox is the last study view's content, for tests.
+	studiesBox *fyne.Container
 	shownCols  int // columns the table was last sized for
 	// confirm asks before deleting; a seam for tests.
 	confirm func(title, msg string, cb func(bool))
@@ -658,6 +661,10 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	v.compare.Importance = widget.HighImportance
 	v.hparams = widget.NewButtonWithIcon("Hyperparameters", theme.GridIcon(), v.Hyperparameters)
 	v.columns = widget.NewButtonWithIcon("Columns…", theme.ListIcon(), v.chooseColumns)
+	v.studies = widget.NewButtonWithIcon("Studies", theme.SearchIcon(), v.Studies)
+	if _, ok := b.(studyBackend); !ok {
+		v.studies.Hide() // the engine keeps no studies
+	}
 	v.delete = widget.NewButtonWithIcon("Delete…", theme.DeleteIcon(), v.onDelete)
 	v.delete.Importance = widget.DangerImportance
 	reload := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { go v.Reload(context.Background()) })
@@ -666,7 +673,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	v.updateButtons()
 
 	filters := container.NewBorder(nil, nil, nil, container.NewHBox(v.tmplSel, v.stateSel, v.dateSel, reload), v.query)
-	actions := container.NewBorder(nil, nil, nil, container.NewHBox(v.columns, v.hparams, v.compare, v.delete), v.status)
+	actions := container.NewBorder(nil, nil, nil, container.NewHBox(v.studies, v.columns, v.hparams, v.compare, v.delete), v.status)
 	v.content = container.NewBorder(container.NewVBox(filters, actions), nil, nil, nil, v.table)
 	return v
 }

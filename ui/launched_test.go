@@ -192,3 +192,46 @@ func TestRunsPageParameterColumns(t *testing.T) {
 	v2 := NewMainView(b, w)
 	require.Equal(t, []string{"lr", "optimizer"}, v2.columns, "the next window starts with them")
 }
+
+// studyFake keeps one study.
+type studyFake struct {
+	fakeBackend
+	studies []StudyInfo
+}
+
+func (s *studyFake) Studies(context.Context) ([]StudyInfo, error) { return s.studies, nil }
+
+func TestArchiveStudyView(t *testing.T) {
+	b := &studyFake{fakeBackend: fakeBackend{archive: archiveRuns(time.Now())}, studies: []StudyInfo{{
+		ID: "st1", Template: "digits-mlp", State: "running", Objective: "val_acc", Goal: "max", Budget: 40, Done: 12, Running: 2,
+		Pruned: 3, Best: 0.9852, HasBest: true, BestRun: "r-a", Next: map[string]any{"lr": 0.003, "hidden": 128.0},
+		Why: "expected val_acc 0.987 ± 0.004"}}}
+	test.NewTempApp(t)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	v := NewArchiveView(b, w)
+	w.SetContent(v.Content())
+	w.Resize(fyne.NewSize(1000, 600))
+	require.True(t, v.studies.Visible())
+	var opened string
+	v.OnOpen = func(id string) { opened = id }
+	test.Tap(v.studies)
+	require.NotNil(t, w.Canvas().Overlays().Top())
+	got := texts(v.studiesBox)
+	require.Contains(t, got, "st1 · digits-mlp · running")
+	require.Contains(t, got, "12 of 40 trials done · 2 running · 3 stopped early · best val_acc ↑ 0.9852 (run r-a)")
+	require.Contains(t, got, "Next: hidden=128 lr=0.003 — expected val_acc 0.987 ± 0.004")
+	for _, o := range v.studiesBox.Objects {
+		if btn, ok := o.(*widget.Button); ok {
+			test.Tap(btn)
+		}
+	}
+	require.Equal(t, "r-a", opened, "the best trial opens")
+	require.Nil(t, w.Canvas().Overlays().Top())
+	test.Tap(v.studies)
+	pressKey(w, fyne.KeyEscape)
+	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the study view")
+
+	plain := NewArchiveView(&fakeBackend{}, w)
+	require.False(t, plain.studies.Visible(), "no studies kept: no button")
+}

@@ -121,7 +121,7 @@ func TestBugDeletedRunLeavesNoStaleSelection(t *testing.T) {
 	sel := v.selected
 	v.mu.Unlock()
 	require.Empty(t, sel, "the deleted run is no longer selected")
-	require.Equal(t, "Select a run", v.detail.title.Text)
+	require.Equal(t, "Run r2 is not in this archive", v.detail.title.Text, "the pane says what became of it")
 	require.True(t, v.export.Disabled(), "nothing to export")
 }
 
@@ -482,4 +482,19 @@ func TestBugCtrlNWorksFromATextField(t *testing.T) {
 	w.Canvas().Focused().(fyne.Shortcutable).TypedShortcut(&fyne.ShortcutSelectAll{})
 	require.Equal(t, "lr=0.1", s.Runs.query.SelectedText())
 	require.Nil(t, w.Canvas().Overlays().Top())
+}
+
+// Found in the first-use trial: a job on the Cluster page whose run is in
+// another archive opened "Select a run", as if the click had missed.
+func TestBugOpeningARunThatIsNotHereSaysSo(t *testing.T) {
+	b := &fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Succeeded, CreatedAt: time.Now()}}}
+	v, _ := newTestView(t, b)
+	v.Reload(context.Background())
+	v.SelectRun("run-85712b")
+	v.Reload(context.Background())
+	require.Equal(t, "Run run-85712b is not in this archive", v.detail.title.Text)
+	require.Contains(t, v.detail.idLine.Text, "another data directory (NIUMA_HOME)")
+	v.SelectRun("r1")
+	v.Reload(context.Background())
+	require.Contains(t, v.detail.title.Text, "t ")
 }

@@ -388,6 +388,12 @@ func (v *MainView) apply(s snapshot) {
 		launched = s.changes[s.sel.ID].launched
 	}
 	v.detail.show(s.sel, s.metrics, s.anomalies, s.failLine, launched)
+	if gone {
+		// Say why the run asked for is not shown (a job on the Cluster
+		// page may be another archive's run).
+		v.detail.title.SetText("Run " + s.readID + " is not in this archive")
+		v.detail.idLine.SetText("It was deleted, or it belongs to another data directory (NIUMA_HOME).")
+	}
 	v.detail.showCurve(s.sel != nil, s.metrics, s.curve)
 	if s.sel != nil {
 		v.detail.showLog(true, s.log, s.sel.ID)

@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
@@ -33,17 +32,22 @@ func runWindow(stderr io.Writer) int {
 	w := a.NewWindow("Niuma")
 	view := ui.NewMainView(s.engine, w)
 	view.SetReportExporter(s.reportExporter())
+	ctx, stop := context.WithCancel(context.Background())
 	shell := ui.NewShell(s.engine, view, ui.Options{
 		Templates:            func() ([]ui.TemplateEntry, error) { return templateEntries(s.home), nil },
 		TemplateDir:          userTemplateDir(s.home),
 		DesktopNotifications: sessionBus,
 		GPUHistory:           s.sampler.History,
 		ProcessInfo:          processInfo,
+		// Prometheus metrics from the window: $NIUMA_METRICS_ADDR, else
+		// the address chosen on the Settings page last time.
+		Metrics:     &windowMetrics{parent: ctx, s: s},
+		MetricsAddr: os.Getenv(envMetricsAddr),
+		Cluster:     s.clusterReader(),
 	}, w)
 	w.SetContent(shell.Content())
 	w.Resize(windowSize(a))
 
-	ctx, stop := context.WithCancel(context.Background())
 	if s.docker != nil {
 		// Image pulls show on the board instead of the terminal.
 		var tally docker.PullTally
@@ -53,14 +57,6 @@ func runWindow(stderr io.Writer) int {
 		}
 	}
 	done := s.drive(ctx)
-	if addr := os.Getenv(envMetricsAddr); addr != "" {
-		// Prometheus metrics from the window too: $NIUMA_METRICS_ADDR.
-		if at, err := s.serveMetrics(ctx, addr); err != nil {
-			fmt.Fprintln(stderr, "niuma:", err)
-		} else {
-			fmt.Fprintf(stderr, "niuma: Prometheus metrics on http://%s/metrics\n", at)
-		}
-	}
 	shell.Start(ctx)
 	go view.Reload(ctx)
 	w.SetOnClosed(func() {

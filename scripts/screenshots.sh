@@ -11,9 +11,14 @@
 #   board-1024.png, board-1920.png   the board: GPU cards with their
 #                                    history, the process table, the queue
 #   wizard-parameters.png            the wizard's parameter step, a sweep
+#   wizard-resources.png             its Resources step: the GPU parameters,
+#                                    and where the first run would go now
+#   wizard-review.png                the Review: where each run would go
 #   run-view-1024.png, -1920.png     the sentinel-retried run: both attempts
 #   archive.png                      parameter columns, the sweep grouped
 #   hyperparameters.png              objective against lr, parallel coords
+#   settings.png                     Settings, Prometheus metrics served
+#   cluster.png                      the Slurm cluster (where sbatch is)
 #
 # Needs: Xvfb, xdotool, ImageMagick (import), /usr/bin/python3 with torch
 # and sklearn (make deps installs them). The clicks are at fixed points of
@@ -96,11 +101,15 @@ shot() {
 	import -window "$win" "$OUT/$1.png"
 	echo "screenshots: wrote $OUT/$1.png"
 }
-# Navigation tabs on the left, from the top (the same at both sizes).
+# Navigation tabs on the left, from the top (the same at both sizes); the
+# Cluster page is there when Slurm's tools are.
+cluster=0
+command -v sbatch >/dev/null && cluster=1
 tab() {
 	case $1 in
 	Board) click 44 40 ;; Runs) click 44 130 ;; Archive) click 44 215 ;;
-	Templates) click 44 300 ;; Settings) click 44 380 ;;
+	Cluster) click 44 300 ;;
+	Templates) click 44 $((300 + 85 * cluster)) ;; Settings) click 44 $((380 + 85 * cluster)) ;;
 	esac
 	sleep 1
 }
@@ -116,7 +125,9 @@ key ctrl+a
 type_text "0.001, 0.003, 0.03, 0.3"
 shot wizard-parameters
 key Return             # resources
+shot wizard-resources
 key Return             # review
+shot wizard-review
 key Return             # launch
 echo "screenshots: the sweep is running; waiting for it to finish"
 for i in $(seq 300); do
@@ -155,5 +166,26 @@ shot archive
 click 1624 61 3        # Hyperparameters
 shot hyperparameters
 key Escape
+
+# Settings: serve Prometheus metrics on a free port, then look.
+size 1024 700
+tab Settings
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+click 500 301            # the address field
+type_text "127.0.0.1:$port"
+key Return
+served=""
+for _ in $(seq 25); do # the window serves once it has drawn the click
+	curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^niuma_' && { served=1; break; }
+	sleep 0.2
+done
+[ -n "$served" ] && echo "screenshots: the window serves metrics on :$port" ||
+	echo "screenshots: no metrics on :$port (look at settings.png)"
+shot settings
+if [ "$cluster" = 1 ]; then
+	tab Cluster
+	sleep 3 # the first read of the cluster
+	shot cluster
+fi
 
 echo "screenshots: done; look at every PNG in $OUT before committing them"

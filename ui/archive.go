@@ -40,7 +40,7 @@ const (
 var archiveHeaders = [archiveCols]string{"", "ID", "Template", "State", "Created", "Duration", "Best objective"}
 
 // archiveWidths are the columns' widths, in points.
-var archiveWidths = [archiveCols]float32{36, 235, 150, 110, 150, 90, 190}
+var archiveWidths = [archiveCols]float32{36, 215, 140, 110, 150, 90, 250}
 
 // allTemplates is the template filter's "no filter" choice.
 const allTemplates = "all templates"
@@ -82,6 +82,10 @@ type archiveModel struct {
 	params  []string        // every parameter the runs have, sorted
 	hidden  map[string]bool // parameter columns the user turned off
 	columns []string        // the parameter columns shown, in order
+
+	// changes are the runs the sentinel changed, by ID: their best is
+	// marked, and a changed parameter says what it was launched with.
+	changes map[string]sentinelChange
 
 	query, state, tmpl string        // the filters, as the user set them
 	back               time.Duration // only runs created this recently; 0: all
@@ -500,10 +504,18 @@ func (m *archiveModel) cellText(e *engine.ArchiveEntry, col int) string {
 		if e.Goal == "max" {
 			arrow = "↑"
 		}
-		return fmt.Sprintf("%s %s %.4g", e.Objective, arrow, e.Best)
+		best := fmt.Sprintf("%s %s %.4g", e.Objective, arrow, e.Best)
+		if m.changes[e.ID].retried {
+			// Not the run that was launched: the sentinel changed it.
+			best += " " + sentinelMark
+		}
+		return best
 	}
 	if k, ok := m.paramColumn(col); ok {
 		if x, has := e.Params[k]; has {
+			if ch := m.changes[e.ID]; ch.launched != nil && contains(ch.changedParams(e.Params), k) {
+				return fmt.Sprintf("%s (was %s)", formatParam(x), formatParam(ch.launched[k]))
+			}
 			return formatParam(x)
 		}
 		return "—"
@@ -533,20 +545,22 @@ func (m *archiveModel) header(col int) string {
 // filterable and sortable by any column, with several runs picked to
 // compare (overlaid curves and a parameter diff) or delete.
 type ArchiveView struct {
-	backend Backend
-	win     fyne.Window
-	model   *archiveModel
-	mu      sync.Mutex  // serialises reloads
-	pending atomic.Bool // a reloadSoon is waiting for its turn
+	backend  Backend
+	win      fyne.Window
+	model    *archiveModel
+	sentinel sentinelCache
+	mu       sync.Mutex  // serialises reloads
+	pending  atomic.Bool // a reloadSoon is waiting for its turn
 
 	table    *widget.Table
-	query    *widget.Entry
+	query    *keyEntry
 	stateSel *widget.Select
 	tmplSel  *widget.Select
 	dateSel  *widget.Select
 	compare  *widget.Button
 	hparams  *widget.Button
 	columns  *widget.Button
+	studies  *widget.Button // shown when the engine keeps studies
 	delete   *widget.Button
 	status   *widget.Label
 	content  fyne.CanvasObject
@@ -558,6 +572,8 @@ type ArchiveView struct {
 	ParamLog func(template, param string) (log, known bool)
 	// hparamView is the last hyperparameter view's content, for tests.
 	hparamView *hparamView
+	// studiesBox is the last study view's content, for tests.
+	studiesBox *fyne.Container
 	shownCols  int // columns the table was last sized for
 	// confirm asks before deleting; a seam for tests.
 	confirm func(title, msg string, cb func(bool))
@@ -624,7 +640,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 		}
 	}
 
-	v.query = widget.NewEntry()
+	v.query = newKeyEntry()
 	v.query.SetPlaceHolder("Search: template, ID, lr=0.01…")
 	v.query.OnChanged = func(s string) { v.model.query = s; v.refresh() }
 	v.stateSel = widget.NewSelect(stateFilters, func(s string) { v.model.state = s; v.refresh() })
@@ -645,6 +661,10 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	v.compare.Importance = widget.HighImportance
 	v.hparams = widget.NewButtonWithIcon("Hyperparameters", theme.GridIcon(), v.Hyperparameters)
 	v.columns = widget.NewButtonWithIcon("Columns…", theme.ListIcon(), v.chooseColumns)
+	v.studies = widget.NewButtonWithIcon("Studies", theme.SearchIcon(), v.Studies)
+	if _, ok := b.(studyBackend); !ok {
+		v.studies.Hide() // the engine keeps no studies
+	}
 	v.delete = widget.NewButtonWithIcon("Delete…", theme.DeleteIcon(), v.onDelete)
 	v.delete.Importance = widget.DangerImportance
 	reload := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { go v.Reload(context.Background()) })
@@ -653,7 +673,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	v.updateButtons()
 
 	filters := container.NewBorder(nil, nil, nil, container.NewHBox(v.tmplSel, v.stateSel, v.dateSel, reload), v.query)
-	actions := container.NewBorder(nil, nil, nil, container.NewHBox(v.columns, v.hparams, v.compare, v.delete), v.status)
+	actions := container.NewBorder(nil, nil, nil, container.NewHBox(v.studies, v.columns, v.hparams, v.compare, v.delete), v.status)
 	v.content = container.NewBorder(container.NewVBox(filters, actions), nil, nil, nil, v.table)
 	return v
 }
@@ -667,11 +687,18 @@ func (v *ArchiveView) Reload(ctx context.Context) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	all, err := v.backend.Archive(ctx)
+	changes := map[string]sentinelChange{}
+	for i := range all {
+		if ch := v.sentinel.get(ctx, v.backend, all[i].RunInfo); ch.retried {
+			changes[all[i].ID] = ch
+		}
+	}
 	fyne.DoAndWait(func() {
 		if err != nil {
 			v.status.SetText("Could not read the archive: " + err.Error() + ". Check the data directory, then press reload.")
 			return
 		}
+		v.model.changes = changes
 		v.show(all, time.Now())
 	})
 	if v.reloaded != nil {

@@ -405,6 +405,7 @@ func (v *Board) read(ctx context.Context) boardModel {
 	}
 	now := time.Now()
 	m := buildBoard(snap, runs, last, anomalies, now)
+	addETAs(&m, readETAs(ctx, v.backend, &m))
 	m.gpuErr, m.runErr = gerr, rerr
 	for _, r := range recentRuns(runs, now) {
 		m.recent = append(m.recent, finishedItem{id: r.ID, template: r.Template, state: r.State, result: v.result(ctx, r), at: r.FinishedAt})
@@ -597,7 +598,8 @@ func (v *Board) updateQueueRow(i widget.ListItemID, o fyne.CanvasObject) {
 }
 
 // cardsLayout puts the GPU cards in as many columns of at least min points
-// as the width takes (no more than there are cards), filling the width.
+// as the width takes (no more than there are cards), filling the width;
+// a lone card stays at most 1.6 × min wide.
 type cardsLayout struct {
 	min, height float32
 	width       float32 // the width last laid out at, for MinSize's rows
@@ -616,7 +618,11 @@ func (l *cardsLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 	l.width = size.Width
 	cols := l.columns(len(objs), size.Width)
 	w := (size.Width - gap*float32(cols-1)) / float32(cols)
-	w = min(w, l.min*1.6) // a lone card does not stretch across a wide screen
+	if len(objs) == 1 {
+		w = min(w, l.min*1.6) // a lone card does not stretch across a wide screen
+	}
+	// Several fill the width (on a wide screen they half-filled it,
+	// leaving their history charts small beside an empty half).
 	for i, o := range objs {
 		o.Move(fyne.NewPos(float32(i%cols)*(w+gap), float32(i/cols)*(l.height+gap)))
 		o.Resize(fyne.NewSize(w, l.height))

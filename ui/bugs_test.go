@@ -8,6 +8,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/require"
@@ -120,7 +121,7 @@ func TestBugDeletedRunLeavesNoStaleSelection(t *testing.T) {
 	sel := v.selected
 	v.mu.Unlock()
 	require.Empty(t, sel, "the deleted run is no longer selected")
-	require.Equal(t, "Select a run", v.detail.title.Text)
+	require.Equal(t, "Run r2 is not in this archive", v.detail.title.Text, "the pane says what became of it")
 	require.True(t, v.export.Disabled(), "nothing to export")
 }
 
@@ -217,7 +218,7 @@ func TestBugStageChipsDoNotCoverTheState(t *testing.T) {
 	// The runs list takes about half of a 1024 px window, less with the
 	// split moved or a long template name.
 	row.set(engine.RunInfo{ID: "20261129-194640-5e1879", Template: "digits-mlp", State: engine.Succeeded,
-		Stages: stages(engine.Succeeded, engine.Succeeded, engine.Succeeded, engine.Succeeded)}, time.Now(), nil)
+		Stages: stages(engine.Succeeded, engine.Succeeded, engine.Succeeded, engine.Succeeded)}, time.Now(), nil, sentinelChange{})
 	w.Resize(fyne.NewSize(380, 80))
 	row.Resize(fyne.NewSize(380, row.MinSize().Height))
 	var stateRight, chipsLeft float32 = 0, 1e9
@@ -383,7 +384,7 @@ func TestBugAReloadInFlightKeepsTheNewSelection(t *testing.T) {
 	require.Contains(t, v.detail.title.Text, "old")
 
 	b.gate = make(chan struct{})
-	b.entered = make(chan struct{})
+	b.entered = make(chan struct{}, 1) // buffered: the reload may get there before the test waits
 	done := make(chan struct{})
 	go func() { v.Reload(context.Background()); close(done) }() // reads r0, then waits
 	wait := func(ch <-chan struct{}, what string) {
@@ -422,4 +423,78 @@ func (g *gatedBackend) LastMetrics(ctx context.Context, id string) ([]engine.Poi
 		<-g.gate
 	}
 	return g.fakeBackend.LastMetrics(ctx, id)
+}
+
+// Found in the first-use trial: a run opened from the board showed "Select
+// a run" (or the run shown before) until its read came back, seconds on a
+// busy machine; the click now shows at once which run is coming.
+func TestBugOpeningARunSaysSoAtOnce(t *testing.T) {
+	now := time.Now()
+	b := &gatedBackend{fakeBackend: fakeBackend{runs: []engine.RunInfo{
+		{ID: "r1", Template: "new", State: engine.Running, CreatedAt: now},
+		{ID: "r0", Template: "old", State: engine.Succeeded, CreatedAt: now}}}}
+	v, _ := newTestView(t, &b.fakeBackend)
+	v.backend = b
+	v.Reload(context.Background())
+	v.SelectRun("r0")
+	v.Reload(context.Background())
+	require.Contains(t, v.detail.title.Text, "old")
+	v.SelectRun("r1") // no reload yet: the read is on its way
+	require.Equal(t, "Opening run r1…", v.detail.title.Text)
+	require.False(t, v.detail.body.Visible(), "r0's curves and stages are not shown as r1's")
+	v.Reload(context.Background())
+	require.Contains(t, v.detail.title.Text, "new")
+}
+
+// Found in the first-use trial: the board redrew its charts every second
+// behind the other pages, slowing the page on screen on a busy machine.
+func TestBugBoardRedrawsOnlyWhenShown(t *testing.T) {
+	s, _ := newTestShell(t, &fakeBackend{})
+	require.True(t, s.boardShown.Load(), "the board is home")
+	s.Show("Runs")
+	require.False(t, s.boardShown.Load())
+	s.Show("Board")
+	require.True(t, s.boardShown.Load())
+}
+
+// Found in the first-use trial: with the cursor in a text field (the
+// Runs search, the archive's, the Settings address), Ctrl+N did nothing:
+// Fyne hands a shortcut to the focused widget only.
+func TestBugCtrlNWorksFromATextField(t *testing.T) {
+	s, w := newTestShell(t, &fakeBackend{})
+	sc := &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
+	for _, f := range []struct {
+		page  string
+		entry fyne.Focusable
+	}{{"Runs", s.Runs.query}, {"Archive", s.Archive.query}} {
+		s.Show(f.page)
+		w.Canvas().Focus(f.entry)
+		// What the driver does: the focused widget gets the shortcut.
+		w.Canvas().Focused().(fyne.Shortcutable).TypedShortcut(sc)
+		require.NotNil(t, w.Canvas().Overlays().Top(), "Ctrl+N from the %s search opens the wizard", f.page)
+		test.Tap(s.wizard.cancel)
+		require.Nil(t, w.Canvas().Overlays().Top())
+	}
+	// The field's own shortcuts stay its own.
+	s.Show("Runs")
+	s.Runs.query.SetText("lr=0.1")
+	w.Canvas().Focus(s.Runs.query)
+	w.Canvas().Focused().(fyne.Shortcutable).TypedShortcut(&fyne.ShortcutSelectAll{})
+	require.Equal(t, "lr=0.1", s.Runs.query.SelectedText())
+	require.Nil(t, w.Canvas().Overlays().Top())
+}
+
+// Found in the first-use trial: a job on the Cluster page whose run is in
+// another archive opened "Select a run", as if the click had missed.
+func TestBugOpeningARunThatIsNotHereSaysSo(t *testing.T) {
+	b := &fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Succeeded, CreatedAt: time.Now()}}}
+	v, _ := newTestView(t, b)
+	v.Reload(context.Background())
+	v.SelectRun("run-85712b")
+	v.Reload(context.Background())
+	require.Equal(t, "Run run-85712b is not in this archive", v.detail.title.Text)
+	require.Contains(t, v.detail.idLine.Text, "another data directory (NIUMA_HOME)")
+	v.SelectRun("r1")
+	v.Reload(context.Background())
+	require.Contains(t, v.detail.title.Text, "t ")
 }

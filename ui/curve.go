@@ -144,7 +144,11 @@ func (c *curveCache) read(ctx context.Context, b Backend, r engine.RunInfo, stag
 	if err != nil {
 		return curveData{}, fmt.Errorf("read %s/%s: %w", stage, key, err)
 	}
-	d := curveData{name: stage + "/" + key, title: stage + " · " + key, series: attemptSeries(key, pts, nil), id: id}
+	var params map[int]map[string]any
+	if lr, ok := b.(launchRecords); ok && maybeRetried(r) {
+		params, _ = lr.AttemptParams(ctx, r.ID, stage) // without them the legend says "attempt N"
+	}
+	d := curveData{name: stage + "/" + key, title: stage + " · " + key, series: attemptSeries(key, pts, params), id: id}
 	c.mu.Lock()
 	c.data = d
 	c.mu.Unlock()

@@ -60,7 +60,7 @@ type runDetail struct {
 	// and the tail of the stage's latest attempt.
 	logBox     *fyne.Container
 	logStage   *widget.Select
-	logSearch  *widget.Entry
+	logSearch  *keyEntry
 	logText    *widget.Label
 	logNote    *widget.Label
 	logScroll  *container.Scroll
@@ -111,7 +111,7 @@ func newRunDetail() *runDetail {
 			d.onLogStage(stage)
 		}
 	})
-	d.logSearch = widget.NewEntry()
+	d.logSearch = newKeyEntry()
 	d.logSearch.SetPlaceHolder("Show lines containing…")
 	d.logSearch.OnChanged = func(string) { d.refreshLog() }
 	d.logText = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
@@ -269,9 +269,30 @@ func paramsText(r engine.RunInfo, launched map[string]any) string {
 	return "Parameters: " + strings.Join(parts, " · ")
 }
 
+// opening says a run is being read: a click shows at once that it took,
+// whatever the read costs (the previous run's panes are not left up as if
+// they were the new one's).
+func (d *runDetail) opening(id string) {
+	if id == d.shown {
+		return
+	}
+	d.title.SetText("Opening run " + id + "…")
+	d.idLine.SetText("Reading its stages, curves and log.")
+	setLine(d.params, "")
+	setLine(d.why, "")
+	setLine(d.errLine, "")
+	setLine(d.notes, "")
+	d.badges.Objects = nil
+	d.badges.Refresh()
+	d.body.Hide()
+	d.header.Refresh()
+}
+
 // show fills the header and the tabs. failLine is the failed stage's last
 // error line ("" when none).
-func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engine.AnomalyInfo, failLine string) {
+// launched is what the run was launched with when the sentinel changed it
+// and the engine says (nil otherwise).
+func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engine.AnomalyInfo, failLine string, launched map[string]any) {
 	if r == nil {
 		d.shown = ""
 		d.title.SetText("Select a run")
@@ -300,7 +321,7 @@ func (d *runDetail) show(r *engine.RunInfo, pts []engine.Point, anomalies []engi
 		id += " · GPU " + strings.Join(d.gpuNames(shortGPUs(gpus), gpus), ", ")
 	}
 	d.idLine.SetText(id)
-	setLine(d.params, paramsText(*r, nil))
+	setLine(d.params, paramsText(*r, launched))
 	why := ""
 	if r.Error != "" {
 		why = "Why it failed: " + r.Error

@@ -1,7 +1,9 @@
 // Package ui holds Niuma's Fyne views: the main window's navigation
 // ([Shell]: Board, Runs, Archive, Templates, Settings, the launch [Wizard]
 // on Ctrl+N, and notifications shown in the window — a toast and the
-// bell's list — and on the desktop when its notification service answers).
+// bell's list — and on the desktop when its notification service answers;
+// a Cluster page of Slurm's nodes and jobs when the app hands in a reader;
+// Settings, which serves Prometheus metrics through [MetricsServer]).
 //
 //   - The [Board] is nvitop's view with the runs: a card per GPU with its
 //     utilisation and memory now and over the last 5, 15 or 60 minutes
@@ -26,8 +28,14 @@
 // ui depends on the engine's public API and read models only — through the
 // [Backend] interface, which *engine.Engine satisfies — and on gpumon's
 // snapshot types, sentinel's anomaly kinds and parameter changes, and
-// shepherd's FirstFit (whether this machine could ever hold a run); never
-// on storage or on an executor. It must build and test with
+// shepherd's FirstFit (whether this machine could ever hold a run),
+// Schedule over Build's requests (where each run of the wizard would go
+// now, resources.go) and predict's estimates (the board's ETA); never on
+// storage or on an executor. What the engine does not offer yet is asked
+// for through small interfaces a Backend may also satisfy: a run's own
+// resources (resourceBackend), what a run was launched with
+// (launchRecords), its ETA (etaBackend) and the studies (studyBackend);
+// without them the window shows what it can and says what it cannot. It must build and test with
 // CGO_ENABLED=0, so it never imports fyne.io/fyne/v2/app. Templates, the
 // sampler's history and process look-ups reach it through [Options], which
 // the app fills; reports are rendered by a [ReportExporter] the app hands

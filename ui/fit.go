@@ -22,10 +22,10 @@ func (w *Wizard) neverFits(specs []engine.RunSpec) error {
 	if err != nil {
 		return nil
 	}
-	return neverFits(snap, specs)
+	return neverFits(snap, specs, w.resources)
 }
 
-func neverFits(snap gpumon.Snapshot, specs []engine.RunSpec) error {
+func neverFits(snap gpumon.Snapshot, specs []engine.RunSpec, res Resources) error {
 	empty := shepherd.Inventory{Reason: snap.Reason}
 	var most int64
 	healthy := 0
@@ -42,16 +42,13 @@ func neverFits(snap gpumon.Snapshot, specs []engine.RunSpec) error {
 		if s.Template == nil {
 			continue
 		}
-		values := s.Values
-		if values == nil {
-			values = s.Template.Defaults()
-		}
 		for _, st := range s.Template.Stages {
-			gpus, mem, err := s.Template.NeedsOf(st, values)
-			if err != nil || gpus == 0 {
+			n, ok := stageNeed(s, st, res, st.Name)
+			if !ok || n.GPUs == 0 {
 				continue
 			}
-			d := shepherd.FirstFit(empty, shepherd.Request{ID: st.Name, GPUs: gpus, MemPerGPUMiB: mem})
+			gpus, mem := n.GPUs, n.GPUMemMiB
+			d := shepherd.FirstFit(empty, shepherd.Build(n))
 			if d.Placed() {
 				continue
 			}
@@ -60,7 +57,7 @@ func neverFits(snap gpumon.Snapshot, specs []engine.RunSpec) error {
 				run = fmt.Sprintf("run %d (%s): ", i+1, specLine(s))
 			}
 			return fmt.Errorf("%sstage %s can never start here: it needs %s and this machine has %s. %s",
-				run, st.Name, needText(gpus, mem), haveText(healthy, most, snap), fixText(st))
+				run, st.Name, needText(gpus, mem), haveText(healthy, most, snap), fixText(st, res))
 		}
 	}
 	return nil
@@ -87,12 +84,14 @@ func haveText(n int, most int64, snap gpumon.Snapshot) string {
 
 // fixText says what to change: the parameter that sets the need, or the
 // template.
-func fixText(st template.Stage) string {
+func fixText(st template.Stage, res Resources) string {
 	switch {
+	case res.UseGPUs || res.GPUMemMiB > 0:
+		return "Lower GPUs or GPU memory on the Resources step."
 	case st.GPUsParam != "":
-		return "Lower " + st.GPUsParam + " (or " + orName(st.GPUMemoryParam, "gpu_memory") + ") on the Parameters step."
+		return "Lower " + st.GPUsParam + " (or " + orName(st.GPUMemoryParam, "gpu_memory") + ") on the Resources step."
 	case st.GPUMemoryParam != "":
-		return "Lower " + st.GPUMemoryParam + " on the Parameters step."
+		return "Lower " + st.GPUMemoryParam + " on the Resources step."
 	default:
 		return "Lower gpus or gpu_memory of stage " + st.Name + " in the template."
 	}

@@ -7,6 +7,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -138,6 +139,28 @@ func (e *keyEntry) TypedKey(ev *fyne.KeyEvent) {
 		return
 	}
 	e.Entry.TypedKey(ev)
+}
+
+// TypedShortcut passes the window's own shortcuts (Ctrl+N) on to the
+// window: Fyne gives a focused widget every shortcut and the window none,
+// so a cursor in a search box would otherwise swallow Ctrl+N.
+func (e *keyEntry) TypedShortcut(s fyne.Shortcut) {
+	if isWindowShortcut(s) {
+		if app := fyne.CurrentApp(); app != nil {
+			if c, ok := app.Driver().CanvasForObject(e).(fyne.Shortcutable); ok {
+				c.TypedShortcut(s)
+				return
+			}
+		}
+	}
+	e.Entry.TypedShortcut(s)
+}
+
+// isWindowShortcut reports whether s is one of the window's shortcuts
+// (Shell registers them on the canvas): Ctrl+N, the launch wizard.
+func isWindowShortcut(s fyne.Shortcut) bool {
+	cs, ok := s.(*desktop.CustomShortcut)
+	return ok && cs.KeyName == fyne.KeyN && cs.Modifier == fyne.KeyModifierShortcutDefault
 }
 
 // keyCheck is a check box whose Enter and Escape go to its dialog.

@@ -295,3 +295,23 @@ func TestWideRangeTurnsOnLogY(t *testing.T) {
 	p.show([]string{"train/loss"}, curveData{name: "train/loss", id: "2", series: []chartSeries{blowUp, calm}})
 	require.False(t, p.logY.Checked, "new points keep the user's choice")
 }
+
+// The archive's column chooser: Escape keeps the columns as they were,
+// Enter applies what is ticked.
+func TestArchiveColumnsDialogKeys(t *testing.T) {
+	b := &fakeBackend{archive: archiveRuns(time.Now())}
+	v, w := newArchiveRig(t, b)
+	before := v.model.columnCount()
+	test.Tap(v.columns)
+	require.NotNil(t, w.Canvas().Overlays().Top())
+	pressKey(w, fyne.KeyEscape)
+	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the chooser")
+	require.Equal(t, before, v.model.columnCount())
+
+	v.setHidden(map[string]bool{"lr": true})
+	require.Equal(t, before-1, v.model.columnCount())
+	test.Tap(v.columns)
+	pressKey(w, fyne.KeyReturn)
+	require.Nil(t, w.Canvas().Overlays().Top(), "Enter applies and closes")
+	require.Equal(t, before-1, v.model.columnCount(), "Enter kept what was ticked: lr stays off")
+}

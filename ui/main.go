@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -76,6 +77,8 @@ type MainView struct {
 	cancel  *widget.Button
 	export  *widget.Button
 	clone   *widget.Button
+	cols    *widget.Button  // Columns…: the parameter columns
+	colHead *fyne.Container // the columns' titles over the list
 	content fyne.CanvasObject
 	selInfo *engine.RunInfo // the selected run as last read, for Clone
 
@@ -91,13 +94,16 @@ type MainView struct {
 	all      []engine.RunInfo // every run read
 	folded   map[string]bool  // sweeps whose runs are hidden under their header
 	selected string
-	query    *widget.Entry  // search: template, ID or parameter text
+	query    *keyEntry      // search: template, ID or parameter text
 	stateSel *widget.Select // filter by state
 	metric   string         // the curve the user picked, "stage/key"
 	curves   curveCache
 	logStage string   // the stage whose log the user picked
 	logs     logCache // the last log tail read
 	fails    failCache
+	sentinel sentinelCache
+	changes  map[string]sentinelChange // the runs the sentinel changed, by ID
+	columns  []string                  // the parameter columns chosen (none: what differs)
 
 	reloads chan struct{}
 
@@ -169,16 +175,20 @@ func NewMainView(b Backend, win fyne.Window) *MainView {
 		v.updateExport()
 		v.requestReload()
 	}
-	toolbar := container.NewHBox(v.newRun, v.cancel, v.export, v.clone)
-	v.query = widget.NewEntry()
+	v.cols = widget.NewButtonWithIcon("Columns…", theme.ListIcon(), v.chooseColumns)
+	v.colHead = container.New(&widthsLayout{})
+	v.colHead.Hide()
+	toolbar := container.NewHBox(v.newRun, v.cancel, v.export, v.clone, layout.NewSpacer(), v.cols)
+	v.query = newKeyEntry()
 	v.query.SetPlaceHolder("Search runs: template, ID, lr=0.01…")
 	v.query.OnChanged = func(string) { v.refilter() }
 	v.stateSel = widget.NewSelect(stateFilters, func(string) { v.refilter() })
 	v.stateSel.Selected = stateFilters[0]
-	filters := container.NewBorder(nil, nil, nil, v.stateSel, v.query)
+	filters := container.NewVBox(container.NewBorder(nil, nil, nil, v.stateSel, v.query), v.colHead)
 	split := container.NewHSplit(container.NewBorder(filters, nil, nil, nil, v.list), container.NewPadded(v.detail.content))
 	split.Offset = 0.55
 	v.content = container.NewBorder(container.NewVBox(toolbar, widget.NewSeparator()), v.status, nil, nil, split)
+	v.loadColumns()
 	return v
 }
 
@@ -259,6 +269,9 @@ func (v *MainView) pick(id string) {
 		v.selInfo = nil
 		v.clone.Disable()
 		v.cancel.Disable()
+		if id != "" {
+			v.detail.opening(id)
+		}
 	}
 }
 
@@ -284,6 +297,7 @@ func (v *MainView) requestReload() {
 // snapshot is what one reload read.
 type snapshot struct {
 	runs      []engine.RunInfo
+	changes   map[string]sentinelChange // what the sentinel did to the runs it changed
 	sel       *engine.RunInfo
 	metrics   []engine.Point
 	curve     curveData // the chosen metric of the selected run, every attempt
@@ -301,6 +315,9 @@ type snapshot struct {
 func (v *MainView) Reload(ctx context.Context) {
 	var s snapshot
 	s.runs, s.err = v.backend.Runs(ctx, listLimit)
+	if s.err == nil {
+		s.changes = v.sentinel.all(ctx, v.backend, s.runs)
+	}
 	v.mu.Lock()
 	sel := v.selected
 	v.mu.Unlock()
@@ -335,6 +352,7 @@ func (v *MainView) apply(s snapshot) {
 	}
 	v.mu.Lock()
 	v.all = s.runs
+	v.changes = s.changes
 	// Only the run this reload tried to read, and could not, is gone: the
 	// user may have picked another one while it read.
 	gone := s.readID != "" && s.readID == v.selected && s.selErr != nil && !listed(s.runs, s.readID)
@@ -365,7 +383,17 @@ func (v *MainView) apply(s snapshot) {
 		v.detail.onRetryFix = v.onRetryFix
 	}
 	v.detail.showGPUs(s.sel != nil, s.gpus) // before show: it labels simulated GPUs
-	v.detail.show(s.sel, s.metrics, s.anomalies, s.failLine)
+	var launched map[string]any
+	if s.sel != nil {
+		launched = s.changes[s.sel.ID].launched
+	}
+	v.detail.show(s.sel, s.metrics, s.anomalies, s.failLine, launched)
+	if gone {
+		// Say why the run asked for is not shown (a job on the Cluster
+		// page may be another archive's run).
+		v.detail.title.SetText("Run " + s.readID + " is not in this archive")
+		v.detail.idLine.SetText("It was deleted, or it belongs to another data directory (NIUMA_HOME).")
+	}
 	v.detail.showCurve(s.sel != nil, s.metrics, s.curve)
 	if s.sel != nil {
 		v.detail.showLog(true, s.log, s.sel.ID)
@@ -465,13 +493,19 @@ func (v *MainView) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	}
 	it := v.rows[i]
 	folded := it.group != nil && v.folded[it.group.id]
+	var ch sentinelChange
+	if it.run != nil {
+		ch = v.changes[it.run.ID]
+	}
+	cols := v.columns
 	v.mu.Unlock()
 	row := o.(*runRow)
 	if it.group != nil {
 		row.setGroup(*it.group, folded)
 		return
 	}
-	row.set(*it.run, time.Now(), it.differ)
+	row.set(*it.run, time.Now(), it.differ, ch)
+	row.setColumns(*it.run, cols, ch)
 }
 
 // onRetryFix opens the wizard on a run with an anomaly's fix applied, for
@@ -525,6 +559,8 @@ type runRow struct {
 	chips   *stageStrip
 	elapsed *widget.Label
 	head    *fyne.Container
+	line    *fyne.Container // the second line: sub, or the cells
+	cells   *fyne.Container // the parameter columns, when chosen
 	box     fyne.CanvasObject
 }
 
@@ -544,7 +580,10 @@ func newRunRow() fyne.CanvasObject {
 	// dots when their names do not fit), so nothing covers anything; the
 	// second line (ID and parameters) takes the row's whole width.
 	r.head = container.New(&headLayout{title: r.title, strip: r.chips}, container.NewCenter(r.state), r.title, r.chips)
-	r.box = container.NewVBox(r.head, container.NewBorder(nil, nil, nil, r.elapsed, r.sub))
+	r.cells = container.New(&widthsLayout{})
+	r.cells.Hide()
+	r.line = container.NewStack(r.sub, r.cells)
+	r.box = container.NewVBox(r.head, container.NewBorder(nil, nil, nil, r.elapsed, r.line))
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -552,21 +591,52 @@ func newRunRow() fyne.CanvasObject {
 func (r *runRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(r.box) }
 
 // set shows a run; differ names the parameters that set it apart from the
-// other runs of its sweep (nil: show all of them).
-func (r *runRow) set(info engine.RunInfo, now time.Time, differ []string) {
+// other runs of its sweep (nil: show all of them); ch is what the sentinel
+// did to it (its changed parameters read "lr 1 → 0.1").
+func (r *runRow) set(info engine.RunInfo, now time.Time, differ []string, ch sentinelChange) {
 	title := info.Template
 	if info.Sweep != "" {
 		title = "    " + title // under its sweep's header
 	}
 	r.title.SetText(title)
 	r.title.TextStyle = fyne.TextStyle{Bold: true}
-	r.sub.SetText(strings.Join(append([]string{info.ID}, paramPairs(info.Params, differ)...), " · "))
+	head := []string{info.ID}
+	if ch.retried {
+		head = append(head, sentinelMark)
+	}
+	r.sub.SetText(strings.Join(append(head, changedPairs(info.Params, differ, ch)...), " · "))
 	r.state.Objects = []fyne.CanvasObject{chip(string(info.State), info.State)}
 	r.state.Refresh()
 	r.chips.set(info.Stages)
 	r.chips.Show()
 	r.elapsed.SetText(elapsedText(info, now))
 	r.head.Refresh() // the widths depend on the texts just set
+}
+
+// setColumns shows a run's chosen parameter columns in place of its line
+// of what differs (none chosen: that line).
+func (r *runRow) setColumns(info engine.RunInfo, cols []string, ch sentinelChange) {
+	if len(cols) == 0 {
+		r.cells.Hide()
+		r.sub.Show()
+		return
+	}
+	cells := columnCells(info, cols, ch)
+	objs := make([]fyne.CanvasObject, len(cells))
+	for i, c := range cells {
+		l := widget.NewLabel(c)
+		l.Truncation = fyne.TextTruncateEllipsis
+		l.SizeName = theme.SizeNameCaptionText
+		if i == 0 {
+			l.Importance = widget.LowImportance
+		}
+		objs[i] = l
+	}
+	r.cells.Objects = objs
+	r.cells.Layout = &widthsLayout{widths: columnWidths(len(cols))}
+	r.sub.Hide()
+	r.cells.Show()
+	r.cells.Refresh()
 }
 
 // setGroup shows a sweep's header: how many runs, over what, and how they
@@ -586,6 +656,8 @@ func (r *runRow) setGroup(g sweepGroup, folded bool) {
 	r.state.Objects = nil
 	r.state.Refresh()
 	r.chips.Hide()
+	r.cells.Hide()
+	r.sub.Show()
 	r.elapsed.SetText(g.started)
 	r.head.Refresh()
 }

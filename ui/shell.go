@@ -38,6 +38,15 @@ type Options struct {
 	// ProcessInfo names the user and command of a process on a GPU, for
 	// the board's process table; nil: shown as unknown.
 	ProcessInfo func(pid int) (user, command string)
+	// Metrics serves Prometheus metrics from the window; the Settings
+	// page chooses where (nil: the page says how to run the exporter).
+	// MetricsAddr, from $NIUMA_METRICS_ADDR, is served from the start and
+	// wins over the address chosen last time.
+	Metrics     MetricsServer
+	MetricsAddr string
+	// Cluster reads the Slurm cluster for the Cluster page (nodes, your
+	// jobs, free GPUs); nil: no such page.
+	Cluster func(ctx context.Context) (ClusterInfo, error)
 }
 
 // Shell is the main window: navigation between the Board, the Runs, the
@@ -69,9 +78,16 @@ type Shell struct {
 	// archiveShown is set while the Archive page is on screen: run
 	// events reload it then (and only then: the read is heavy).
 	archiveShown atomic.Bool
+	// boardShown is set while the Board is on screen: it is redrawn once
+	// a second then, and not while another page is (its charts cost the
+	// CPU the page on screen needs).
+	boardShown atomic.Bool
 
 	// Pull shows image pulls in progress on the board.
 	Pull *PullIndicator
+
+	metrics *metricsSetting // nil without Options.Metrics
+	cluster *clusterView    // nil without Options.Cluster
 }
 
 // NewShell builds the main window's content over runs, a view built with
@@ -102,21 +118,38 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 	s.Pull = newPullIndicator()
 	boardPage := container.NewBorder(container.NewPadded(container.NewBorder(nil, nil, nil, container.NewHBox(s.notices.bell, newRun), s.Pull.Content())), nil, nil, nil, s.Board.Content())
 
+	if opts.Metrics != nil {
+		s.metrics = newMetricsSetting(opts.Metrics)
+	}
 	s.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Board", theme.ComputerIcon(), boardPage),
 		container.NewTabItemWithIcon("Runs", theme.ListIcon(), runs.Content()),
 		container.NewTabItemWithIcon("Archive", theme.StorageIcon(), s.Archive.Content()),
-		container.NewTabItemWithIcon("Templates", theme.DocumentIcon(), s.templatesPage()),
-		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), s.settingsPage()),
 	)
+	if opts.Cluster != nil {
+		s.cluster = newClusterView(opts.Cluster)
+		s.cluster.onOpen = s.OpenRun
+		s.tabs.Append(container.NewTabItemWithIcon("Cluster", theme.GridIcon(), s.cluster.content))
+	}
+	s.tabs.Append(container.NewTabItemWithIcon("Templates", theme.DocumentIcon(), s.templatesPage()))
+	s.tabs.Append(container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), s.settingsPage()))
 	s.tabs.SetTabLocation(container.TabLocationLeading)
+	s.boardShown.Store(true) // the Board is home
 	s.tabs.OnSelected = func(t *container.TabItem) {
 		s.archiveShown.Store(t.Text == "Archive")
+		s.boardShown.Store(t.Text == "Board")
+		if s.cluster != nil {
+			s.cluster.shown.Store(t.Text == "Cluster")
+		}
 		switch t.Text {
 		case "Templates":
 			s.loadTemplates()
 		case "Archive":
 			go s.Archive.Reload(context.Background())
+		case "Cluster":
+			go s.cluster.Reload(context.Background())
+		case "Board":
+			go s.Board.Reload(context.Background())
 		}
 	}
 	s.content = container.NewStack(s.tabs, s.notices.layer)
@@ -134,6 +167,12 @@ func (s *Shell) Content() fyne.CanvasObject { return s.content }
 // NewMainView's Start does, and sends desktop notifications, until ctx ends.
 func (s *Shell) Start(ctx context.Context) {
 	s.Runs.Start(ctx)
+	if s.metrics != nil {
+		s.metrics.start(s.opts.MetricsAddr)
+	}
+	if s.cluster != nil {
+		go s.cluster.follow(ctx)
+	}
 	sub := s.backend.Subscribe(256)
 	go func() {
 		defer sub.Close()
@@ -158,14 +197,16 @@ func (s *Shell) Start(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				s.Board.Reload(ctx)
+				if s.boardShown.Load() {
+					s.Board.Reload(ctx)
+				}
 			}
 		}
 	}()
 }
 
-// Show switches to a page by name: "Board", "Runs", "Archive",
-// "Templates" or "Settings".
+// Show switches to a page by name: "Board", "Runs", "Archive", "Cluster"
+// (with Options.Cluster), "Templates" or "Settings".
 func (s *Shell) Show(page string) {
 	for _, t := range s.tabs.Items {
 		if t.Text == page {
@@ -376,5 +417,14 @@ func (s *Shell) settingsPage() fyne.CanvasObject {
 	if !s.desktopOK.Load() {
 		s.notifyCheck.Disable() // nothing to turn on: the window's own notices stay
 	}
-	return container.NewPadded(container.NewVBox(widget.NewLabelWithStyle("Settings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), s.notifyCheck, l))
+	page := container.NewVBox(widget.NewLabelWithStyle("Settings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), s.notifyCheck, l,
+		widget.NewSeparator())
+	if s.metrics != nil {
+		page.Add(s.metrics.content)
+	} else {
+		m := widget.NewLabel("Prometheus metrics: `niuma engine --metrics-addr 127.0.0.1:9464` serves them (README: Prometheus and Grafana).")
+		m.Wrapping = fyne.TextWrapWord
+		page.Add(m)
+	}
+	return container.NewVScroll(container.NewPadded(page))
 }

@@ -72,12 +72,15 @@ type Wizard struct {
 	reset    *keyButton
 	preset   map[string]string // values a Clone or Retry brought, for this wizard only
 	// resources step
-	executor *keySelect
-	priority *keyEntry
-	seed     *keyEntry
-	resErr   *widget.Label
+	res       *resourceControls
+	resources Resources // as last read from res
+	executor  *keySelect
+	priority  *keyEntry
+	seed      *keyEntry
+	resErr    *widget.Label
 	// review step
 	review  *widget.List
+	placed  []placement   // where each run of the review would go now
 	where   *widget.Label // where the runs would go, when the user should know
 	hostRun *widget.Check // the explicit choice of the host for a docker template that would wait
 	refusal error         // why the machine can never hold a run of the review
@@ -175,6 +178,9 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 	w.seed = newKeyEntry()
 	w.seed.SetText("0")
 	w.seed.OnChanged = func(string) { w.validate() }
+	w.res = newResourceControls(func() { w.validate() })
+	_, takes := b.(resourceBackend)
+	w.res.enable(takes)
 	w.resErr = widget.NewLabel("")
 	w.resErr.Importance = widget.DangerImportance
 	w.resErr.Hide()
@@ -191,9 +197,28 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 	w.review = widget.NewList(func() int { return len(w.specs) }, func() fyne.CanvasObject {
 		l := widget.NewLabel("")
 		l.Truncation = fyne.TextTruncateEllipsis
-		return l
+		at := widget.NewLabel("")
+		at.Truncation = fyne.TextTruncateEllipsis
+		at.SizeName = theme.SizeNameCaptionText
+		return container.NewVBox(l, at)
 	}, func(i widget.ListItemID, o fyne.CanvasObject) {
-		o.(*widget.Label).SetText(fmt.Sprintf("%d.  %s", i+1, specLine(w.specs[i])))
+		box := o.(*fyne.Container)
+		line := specLine(w.specs[i])
+		if extra := resourceLine(w.resources); extra != "" {
+			line += "  ·  " + extra
+		}
+		box.Objects[0].(*widget.Label).SetText(fmt.Sprintf("%d.  %s", i+1, line))
+		at := box.Objects[1].(*widget.Label)
+		switch {
+		case i >= len(w.placed):
+			at.SetText("")
+		case w.placed[i].wait != "":
+			at.Importance = widget.WarningImportance
+			at.SetText("      " + w.placed[i].wait)
+		default:
+			at.Importance = widget.SuccessImportance
+			at.SetText("      would start now: " + w.placed[i].where)
+		}
 	})
 
 	stepBar := container.NewHBox()
@@ -253,6 +278,7 @@ func (w *Wizard) ResetToDefaults() {
 	w.priority.SetText("0")
 	w.seed.SetText("0")
 	w.executor.SetSelected(autoExecutor)
+	w.res.reset()
 	w.validate()
 }
 
@@ -271,7 +297,7 @@ func (w *Wizard) focus() {
 			c.Focus(w.fields[0].focusTarget())
 		}
 	case stepResources:
-		c.Focus(w.priority)
+		c.Focus(w.firstResourceControl())
 	case stepReview:
 		c.Unfocus()
 	}
@@ -447,10 +473,13 @@ func (w *Wizard) show(step int) {
 		body = split
 	case stepParams:
 		rows := container.NewVBox()
+		onResources := resourceParams(w.tmpl)
 		for _, f := range w.fields {
-			rows.Add(f.box)
+			if !onResources[f.p.Name] { // GPUs and GPU memory are chosen on the Resources step
+				rows.Add(f.box)
+			}
 		}
-		if len(w.fields) == 0 {
+		if len(rows.Objects) == 0 {
 			rows.Add(widget.NewLabel("This template has no parameters."))
 		}
 		hint := widget.NewLabel("Tick \"sweep\" to try several values of a parameter: every combination becomes a run.")
@@ -458,20 +487,23 @@ func (w *Wizard) show(step int) {
 		hint.Wrapping = fyne.TextWrapWord
 		body = container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(w.reset, w.runCount), hint), nil, nil, nil, container.NewVScroll(rows))
 	case stepResources:
-		form := widget.NewForm(
-			widget.NewFormItem("Executor", w.executor),
-			widget.NewFormItem("Priority", w.priority),
-			widget.NewFormItem("Seed", w.seed),
-		)
-		note := widget.NewLabel("Higher priority runs are placed first. Seed 0 lets Niuma choose one for each run. " +
-			"GPUs and memory per GPU come from the template's stages.")
-		note.Wrapping = fyne.TextWrapWord
-		note.Importance = widget.LowImportance
-		body = container.NewVBox(form, note, w.resErr)
+		w.res.acts = sentinelActs(w.tmpl)
+		if n, err := w.runTotal(); err == nil {
+			w.res.defaultFlagOnly(n)
+		}
+		body = w.resourceForm()
 	case stepReview:
 		w.specs, _ = w.buildSpecs()
 		w.refusal = w.neverFits(w.specs)
-		head := widget.NewLabelWithStyle(fmt.Sprintf("%d %s of %s will be queued:", len(w.specs), plural(len(w.specs), "run", "runs"), w.tmpl.Name),
+		w.placed = nil
+		if snap, err := w.backend.GPUs(context.Background()); err == nil && w.refusal == nil {
+			w.placed = previewPlacement(snap, w.specs, w.resources, time.Now())
+		}
+		verb := "will be queued"
+		if w.refusal != nil {
+			verb = "cannot be launched"
+		}
+		head := widget.NewLabelWithStyle(fmt.Sprintf("%d %s of %s %s:", len(w.specs), plural(len(w.specs), "run", "runs"), w.tmpl.Name, verb),
 			fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		top := fyne.CanvasObject(head)
 		if w.refusal != nil {
@@ -502,6 +534,21 @@ func (w *Wizard) show(step int) {
 	w.focus()
 }
 
+// firstResourceControl is where the keyboard goes on the Resources step:
+// the first control that takes input.
+func (w *Wizard) firstResourceControl() fyne.Focusable {
+	params := resourceParams(w.tmpl)
+	for _, f := range w.fields {
+		if params[f.p.Name] {
+			return f.focusTarget()
+		}
+	}
+	if !w.res.gpus.Disabled() {
+		return w.res.gpus
+	}
+	return w.priority
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -527,6 +574,9 @@ func (w *Wizard) validate() error {
 		w.next.Enable()
 		w.launch.Enable()
 		w.status.SetText("")
+	}
+	if w.step == stepResources {
+		w.updatePreview()
 	}
 	if w.step == stepParams {
 		if n, cerr := w.runTotal(); cerr == nil {
@@ -592,6 +642,11 @@ func (w *Wizard) sweep() ([]template.Values, error) {
 }
 
 func (w *Wizard) resourceError() error {
+	res, err := w.res.read()
+	if err != nil {
+		return err
+	}
+	w.resources = res
 	if _, err := strconv.Atoi(strings.TrimSpace(w.priority.Text)); err != nil {
 		return fmt.Errorf("priority %q is not a whole number (e.g. 0, or 10 to go first)", w.priority.Text)
 	}
@@ -804,8 +859,16 @@ func (w *Wizard) submit(specs []engine.RunSpec) {
 	go func() {
 		var ids []string
 		var ferr error
+		res := w.resources
+		rb, takes := w.backend.(resourceBackend)
 		for i, s := range specs {
-			r, err := w.backend.Submit(context.Background(), s)
+			var r engine.RunInfo
+			var err error
+			if takes && !res.zero() {
+				r, err = rb.SubmitWithResources(context.Background(), s, res)
+			} else {
+				r, err = w.backend.Submit(context.Background(), s)
+			}
 			if err != nil {
 				ferr = fmt.Errorf("run %d of %d (%s) was not launched: %w", i+1, len(specs), specLine(s), err)
 				break

@@ -1,0 +1,112 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// StudyInfo is one hyperparameter study as the window shows it: a search
+// whose trials are ordinary runs (`niuma tune`).
+type StudyInfo struct {
+	ID, Template string
+	State        string // running, done, stopped
+	// Objective and Goal ("min" or "max") are what the trials are judged by.
+	Objective, Goal string
+	Budget          int // trials it may run
+	Done, Running   int // trials finished, and running now
+	Pruned          int // trials stopped early as losing
+	// Best is the best objective so far and BestRun its trial (valid when
+	// HasBest).
+	Best    float64
+	HasBest bool
+	BestRun string
+	// Next is the values the search suggests next and Why, in words, why
+	// (what the model expects of them); empty when it has none.
+	Next map[string]any
+	Why  string
+}
+
+// studyBackend is what the engine offers for the archive's study view:
+// every study, newest first, as StudyInfo. Without it the archive has no
+// Studies button; a study's trials are still runs, grouped as their sweep.
+type studyBackend interface {
+	Studies(ctx context.Context) ([]StudyInfo, error)
+}
+
+// studyLines is what the study view says about one study: a title and a
+// line of figures, and the suggestion when there is one.
+func studyLines(s StudyInfo) (title, figures, next string) {
+	title = fmt.Sprintf("%s · %s · %s", s.ID, s.Template, s.State)
+	parts := []string{fmt.Sprintf("%d of %d trials done", s.Done, s.Budget)}
+	if s.Running > 0 {
+		parts = append(parts, fmt.Sprintf("%d running", s.Running))
+	}
+	if s.Pruned > 0 {
+		parts = append(parts, fmt.Sprintf("%d stopped early", s.Pruned))
+	}
+	if s.HasBest {
+		arrow := "↓"
+		if s.Goal == "max" {
+			arrow = "↑"
+		}
+		parts = append(parts, fmt.Sprintf("best %s %s %.4g (run %s)", s.Objective, arrow, s.Best, s.BestRun))
+	}
+	figures = strings.Join(parts, " · ")
+	if len(s.Next) > 0 {
+		next = "Next: " + strings.Join(paramPairs(s.Next, nil), " ")
+		if s.Why != "" {
+			next += " — " + s.Why
+		}
+	}
+	return title, figures, next
+}
+
+// Studies shows every study with its progress, best trial (a tap opens
+// it) and next suggestion; Enter and Escape close it.
+func (v *ArchiveView) Studies() {
+	sb, ok := v.backend.(studyBackend)
+	if !ok || v.win == nil {
+		return
+	}
+	studies, err := sb.Studies(context.Background())
+	if err != nil {
+		showError(fmt.Errorf("read the studies: %w", err), v.win)
+		return
+	}
+	box := container.NewVBox()
+	if len(studies) == 0 {
+		box.Add(widget.NewLabel("No studies yet: `niuma tune TEMPLATE --budget 40` starts one."))
+	}
+	var d dialog.Dialog
+	for _, s := range studies {
+		title, figures, next := studyLines(s)
+		box.Add(widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+		box.Add(widget.NewLabel(figures))
+		if next != "" {
+			n := widget.NewLabel(next)
+			n.Wrapping = fyne.TextWrapWord
+			n.Importance = widget.LowImportance
+			box.Add(n)
+		}
+		if s.HasBest && s.BestRun != "" && v.OnOpen != nil {
+			id := s.BestRun
+			box.Add(widget.NewButtonWithIcon("Open the best trial", theme.NavigateNextIcon(), func() {
+				d.Hide()
+				v.OnOpen(id)
+			}))
+		}
+		box.Add(widget.NewSeparator())
+	}
+	scroll := container.NewVScroll(box)
+	scroll.SetMinSize(fyne.NewSize(640, 360))
+	d = dialog.NewCustom("Studies", "Close", scroll, v.win)
+	v.studiesBox = box
+	showWithKeys(d, v.win, d.Hide, d.Hide)
+}

@@ -307,7 +307,7 @@ func (c *cli) engineCmd(ctx context.Context, args []string) error {
 	select {
 	case <-s.engine.Ready():
 	case <-done:
-		return nil
+		return s.driveErr()
 	}
 	fmt.Fprintf(c.err, "niuma engine: driving runs in %s (pid %d)\n", s.home, os.Getpid())
 	if *metricsAddr != "" {

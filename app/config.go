@@ -183,9 +183,11 @@ func (s *stack) close() {
 // after ctx ended, else (e.g.) a damaged archive it refused to own.
 func (s *stack) driveErr() error { return s.driveErrV }
 
-// drive runs the engine loop until ctx ends; done is closed when it has
-// stopped (attempts keep running; metrics are flushed).
-func (s *stack) drive(ctx context.Context) (done <-chan struct{}) {
+// drive runs the engine loop until ctx ends or the engine gives up (a
+// damaged archive: driveErr says why); done is closed when it has stopped
+// (attempts keep running; metrics are flushed).
+func (s *stack) drive(parent context.Context) (done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(parent)
 	ch := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -202,9 +204,11 @@ func (s *stack) drive(ctx context.Context) (done <-chan struct{}) {
 	}
 	go func() {
 		defer close(ch)
+		defer cancel()
 		if err := s.engine.Drive(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			s.driveErrV = err
 			slog.Error("engine stopped", "err", err)
+			cancel() // the sampler serves the engine: it stops with it
 		}
 		wg.Wait()
 	}()

@@ -17,9 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3" // also registers the "sqlite3" driver
 )
 
 //go:embed migrations/*.sql
@@ -172,18 +173,14 @@ func OpenReadOnly(path string) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w: it is at version %d, this build needs %d; run a command that writes (e.g. `niuma engine --until-idle`) once to upgrade it",
 			abs, ErrSchemaOld, pr.version, known)
 	}
-	r, err := sql.Open("sqlite3", roDSN(abs))
+	r, err := openRO(abs)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+		return nil, fmt.Errorf("open database %s: %w", abs, classify(abs, err))
 	}
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(5 * time.Minute)
-	if err := r.PingContext(context.Background()); err != nil {
-		r.Close()
-		return nil, fmt.Errorf("open database %s: %w", abs, classify(abs, err))
-	}
 	return &DB{path: abs, w: r, r: r, readOnly: true}, nil
 }
 
@@ -209,9 +206,9 @@ func probe(abs string) (probed, error) {
 		return probed{exists: exists, size: size}, err
 	}
 	pr := probed{exists: true, size: size}
-	h, err := sql.Open("sqlite3", roDSN(abs))
+	h, err := openRO(abs)
 	if err != nil {
-		return pr, err
+		return pr, fmt.Errorf("read the schema: %w", classify(abs, err))
 	}
 	defer h.Close()
 	ctx := context.Background()
@@ -259,6 +256,56 @@ func roDSN(abs string) string {
 	}
 	u := url.URL{Path: p}
 	return "file:" + u.EscapedPath() + "?mode=ro&_query_only=on&_foreign_keys=on&_busy_timeout=5000"
+}
+
+// openRO opens a read-only pool on abs and reads from it once. Reading a
+// WAL-mode file needs its shared-memory index (niuma.db-shm), which SQLite
+// creates when no process has the file open; on a full disk (or in a
+// folder that cannot be written) that fails. When the write-ahead log then
+// holds no frames, the file alone is the whole archive and is read as
+// immutable (no index, no locks). With frames in the log there is no safe
+// way to read without the index, and the error says to free space.
+func openRO(abs string) (*sql.DB, error) {
+	h, err := sql.Open("sqlite3", roDSN(abs))
+	if err != nil {
+		return nil, err
+	}
+	err = readOnce(h)
+	if err == nil {
+		return h, nil
+	}
+	h.Close()
+	if !cannotWriteIndex(err) {
+		return nil, err
+	}
+	if hasFrames(abs + "-wal") {
+		return nil, fmt.Errorf("%w: reading the archive needs its write-ahead log index (%s-shm), which could not be written: free some space on the disk", err, abs)
+	}
+	h, err = sql.Open("sqlite3", roDSN(abs)+"&immutable=1")
+	if err != nil {
+		return nil, err
+	}
+	if err := readOnce(h); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func readOnce(h *sql.DB) error {
+	var n int
+	return h.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n)
+}
+
+// cannotWriteIndex reports whether err is SQLite failing to create or grow
+// a file beside the database: a full disk, or a folder it may not write.
+func cannotWriteIndex(err error) bool {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code == sqlite3.ErrFull || se.Code == sqlite3.ErrCantOpen || se.Code == sqlite3.ErrReadonly ||
+		errors.Is(se.SystemErrno, syscall.ENOSPC) || errors.Is(se.SystemErrno, syscall.EROFS) || errors.Is(se.SystemErrno, syscall.EACCES)
 }
 
 // Close closes the database. Pending writes have been committed by the

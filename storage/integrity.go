@@ -166,8 +166,15 @@ func checkHandle(ctx context.Context, h *sql.DB, pragma string) ([]string, error
 		if err := rows.Scan(&s); err != nil {
 			return nil, err
 		}
-		if s != "ok" {
-			out = append(out, strings.TrimSpace(s))
+		if s == "ok" {
+			continue
+		}
+		// One row may carry many problems, a line each, under a
+		// "*** in database main ***" heading.
+		for _, line := range strings.Split(s, "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "*** in database") {
+				out = append(out, line)
+			}
 		}
 	}
 	return out, rows.Err()

@@ -432,4 +432,3 @@ func TestKilledSubmitIsAdoptedOrMovedAside(t *testing.T) {
 		})
 	}
 }
-

@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"niuma/engine"
 	"niuma/engine/executor"
@@ -25,6 +27,10 @@ func openArchive(home string) (*storage.DB, error) {
 	folders, err := engine.RunFolders(home)
 	if err != nil {
 		return nil, err
+	}
+	if mark, err := os.ReadFile(engine.DamagedMark(home)); err == nil {
+		return nil, fmt.Errorf("%w: %s: an engine found it damaged and marked it so in %s (%s); no command writes to it until it is repaired: %s",
+			storage.ErrDamaged, dbPath(home), engine.DamagedMark(home), firstLine(string(mark)), storage.RepairHint)
 	}
 	db, err := storage.OpenWith(dbPath(home), storage.OpenOptions{
 		ExpectData: len(folders) > 0,
@@ -85,15 +91,15 @@ func openReader(logOut io.Writer) (*stack, error) {
 	return &stack{home: home, store: db, engine: eng, logger: logger}, nil
 }
 
-// keepAside moves the archive's files (with its write-ahead log and
-// shared memory) into a folder of their own under home/damaged, and
+// keepAside moves the archive's files (with its write-ahead log, shared
+// memory and an engine's mark of it as damaged) into a folder of their own under home/damaged, and
 // returns where the database went. Nothing is deleted.
 func keepAside(home, stamp string) (string, error) {
 	dir := filepath.Join(home, "damaged", stamp)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("keep the damaged archive aside: %w", err)
 	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
+	for _, suffix := range []string{"", "-wal", "-shm", ".damaged"} {
 		src := dbPath(home) + suffix
 		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
 			continue
@@ -135,4 +141,26 @@ func restoreFile(backup, home string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// whileDriving is ctx, also cancelled when the engine driving from this
+// process gives up (a damaged archive it refused to own): a wait for runs
+// then ends with driveErr's reason instead of waiting for nobody.
+func (s *stack) whileDriving(ctx context.Context, engineDone <-chan struct{}) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-engineDone:
+			if s.driveErr() != nil {
+				cancel()
+			}
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, cancel
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
 }

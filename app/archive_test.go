@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -352,9 +353,28 @@ func TestEngineRefusesAnArchiveThatFailsQuickCheck(t *testing.T) {
 	assert.Contains(t, errOut, "quick_check")
 	assert.Contains(t, errOut, "niuma doctor --repair")
 	assert.Equal(t, damaged, sum(t, db))
+	// The engine marked it: no command writes to it any more.
+	for _, args := range [][]string{{"run", tmpl, "--set", "n=9", "--wait"}, {"run", tmpl, "--set", "n=9"}, {"engine", "--until-idle"}} {
+		code, _, errOut = niuma(t, args...)
+		require.Equal(t, 1, code, errOut)
+		assert.Contains(t, errOut, "niuma doctor --repair", "%v", args)
+		assert.Equal(t, damaged, sum(t, db), "%v leaves the file as it was", args)
+	}
+	assert.Equal(t, 3, runDirs(t, home))
 	code, out, _ := niuma(t, "doctor")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "damaged")
+
+	// No good backup holds these runs (the one taken at the first start
+	// is older): the repair restores it, and registers the three folders.
+	code, out, errOut = niuma(t, "doctor", "--repair")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.FileExists(t, filepath.Join(filepath.Dir(firstMatch(t, filepath.Join(home, "damaged", "*", "niuma.db"))), "niuma.db.damaged"),
+		"the mark went aside with the damaged file")
+	assert.Equal(t, 3, strings.Count(out, "registered run "), out)
+	assert.NoFileExists(t, engine.DamagedMark(home))
+	code, _, errOut = niuma(t, "engine", "--until-idle")
+	assert.Equal(t, 0, code, errOut)
 }
 
 // A `niuma run` killed while it submits (its folder written, its row not
@@ -431,4 +451,35 @@ func TestKilledSubmitIsAdoptedOrMovedAside(t *testing.T) {
 			assert.Contains(t, rep, "0 folder(s) without a run")
 		})
 	}
+}
+
+func firstMatch(t *testing.T, pattern string) string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	require.NoError(t, err)
+	require.NotEmpty(t, m, pattern)
+	return m[0]
+}
+
+// A mark left on an archive that passes integrity_check now: doctor says
+// so, and --repair keeps the archive (restores nothing) and lifts the mark.
+func TestRepairOfAMarkedButSoundArchiveKeepsIt(t *testing.T) {
+	home := tempHome(t)
+	tmpl := writeTemplate(t, metricTemplate)
+	id := runPoints(t, tmpl, 4)
+	require.NoError(t, os.WriteFile(engine.DamagedMark(home), []byte("2026-01-01T00:00:00Z\nquick_check failed\n"), 0o644))
+	code, _, errOut := niuma(t, "run", tmpl, "--set", "n=5")
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "niuma doctor --repair")
+
+	code, out, _ := niuma(t, "doctor")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "only the mark is removed")
+	code, out, errOut = niuma(t, "doctor", "--repair")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.NotContains(t, out, "restored")
+	assert.Contains(t, out, "removed the mark")
+	assert.Equal(t, "succeeded", showJSONOf(t, id).State)
+	code, out, _ = niuma(t, "doctor")
+	assert.Equal(t, 0, code, out)
 }

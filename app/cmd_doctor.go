@@ -32,6 +32,8 @@ type doctorReport struct {
 	Missing       []string       `json:"runs_without_folder"`
 	Backups       []doctorBackup `json:"backups"`
 	Advice        string         `json:"advice"`
+	// Marked: when an engine marked the archive damaged ("" if none).
+	Marked string `json:"marked_damaged,omitempty"`
 }
 
 type doctorBackup struct {
@@ -69,7 +71,7 @@ func (c *cli) doctor(ctx context.Context, args []string) error {
 	} else {
 		printDoctor(c, rep)
 	}
-	if rep.Status == "damaged" || rep.Status == "refused" {
+	if rep.Status == "damaged" || rep.Status == "refused" || rep.Marked != "" {
 		return exitError{code: 1}
 	}
 	return nil
@@ -151,11 +153,20 @@ func diagnose(ctx context.Context, home string, checkAll bool) (doctorReport, er
 		}
 		rep.Backups = append(rep.Backups, bf)
 	}
+	if mark, err := os.ReadFile(engine.DamagedMark(home)); err == nil {
+		rep.Marked = firstLine(string(mark))
+		if rep.Status == "ok" {
+			rep.Problems = append(rep.Problems, "an engine found it damaged ("+rep.Marked+", see "+engine.DamagedMark(home)+"), but integrity_check passes now")
+		}
+	}
 	rep.Advice = doctorAdvice(rep)
 	return rep, nil
 }
 
 func doctorAdvice(rep doctorReport) string {
+	if rep.Status == "ok" && rep.Marked != "" {
+		return "run `niuma doctor --repair`: the archive passes integrity_check, so it is kept and only the mark is removed"
+	}
 	switch rep.Status {
 	case "damaged", "refused":
 		if len(rep.Backups) == 0 {
@@ -259,6 +270,14 @@ func (c *cli) doctorRepair(ctx context.Context, home string) error {
 		fmt.Fprintln(c.out, "  what changed after it in runs it holds (states, metrics) is not in it; runs submitted after it are registered from their folders")
 		why = fmt.Sprintf("the archive was restored from the backup of %s", good.Time.Local().Format("2006-01-02 15:04"))
 	}
+	// The archive is now one that passed integrity_check (the sound one,
+	// or the backup restored): an engine's mark no longer applies. (A
+	// damaged archive's mark went aside with it.)
+	if err := os.Remove(engine.DamagedMark(home)); err == nil {
+		fmt.Fprintf(c.out, "removed the mark %s: the archive passes integrity_check\n", engine.DamagedMark(home))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	db, err := openArchive(home)
 	if err != nil {
 		return err
@@ -285,6 +304,7 @@ func (c *cli) doctorRepair(ctx context.Context, home string) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("the repaired archive %s still fails integrity_check: %s", rep.Archive, problems[0])
 	}
+
 	dirs, err := db.RunDirs(ctx)
 	if err != nil {
 		return err

@@ -136,8 +136,15 @@ func (e *Engine) takeArchive(ctx context.Context) error {
 		return fmt.Errorf("check the archive: %w", err)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s: SQLite's quick_check found %d problem(s), the first: %s; Niuma will not drive runs over it: %s",
+		err := fmt.Errorf("%w: %s: SQLite's quick_check found %d problem(s), the first: %s; Niuma will not write to it: %s",
 			storage.ErrDamaged, e.store.Path(), len(problems), problems[0], storage.RepairHint)
+		// Other processes open it too, without checking every page:
+		// the mark tells them (see DamagedMark).
+		note := fmt.Sprintf("%s\n%s\n", time.Now().Format(time.RFC3339), err)
+		if werr := os.WriteFile(DamagedMark(e.opts.Home), []byte(note), 0o644); werr != nil {
+			e.log.Warn("could not mark the archive damaged", "err", werr)
+		}
+		return err
 	}
 	switch b, made, err := e.store.BackupDaily(ctx, BackupDir(e.opts.Home), time.Now()); {
 	case err != nil:
@@ -164,6 +171,12 @@ func (e *Engine) takeArchive(ctx context.Context) error {
 	}
 	return nil
 }
+
+// DamagedMark is the file an engine writes when it finds the archive
+// damaged (what it found, and when); while it is there no command writes
+// to the archive. `niuma doctor --repair` removes it once the archive it
+// leaves passes integrity_check.
+func DamagedMark(home string) string { return filepath.Join(home, "niuma.db.damaged") }
 
 // ErrOwned is returned by HoldOwner when another process owns the data
 // directory.

@@ -82,6 +82,9 @@ func openReader(logOut io.Writer) (*stack, error) {
 	default:
 		return nil, explainArchive(err, home, len(folders))
 	}
+	if mark, err := os.ReadFile(engine.DamagedMark(home)); err == nil {
+		fmt.Fprintf(logOut, "niuma: warning: an engine found this archive damaged (%s); what it shows may be incomplete: run `niuma doctor`\n", firstLine(string(mark)))
+	}
 	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	eng, err := engine.New(engine.Options{Home: home, Store: db, Executors: []executor.Executor{local.New()}, Logger: logger})
 	if err != nil {

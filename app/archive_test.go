@@ -472,6 +472,9 @@ func TestRepairOfAMarkedButSoundArchiveKeepsIt(t *testing.T) {
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "niuma doctor --repair")
 
+	code, _, errOut = niuma(t, "ls")
+	assert.Equal(t, 0, code, "reading goes on")
+	assert.Contains(t, errOut, "warning: an engine found this archive damaged")
 	code, out, _ := niuma(t, "doctor")
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "only the mark is removed")

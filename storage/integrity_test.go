@@ -305,3 +305,39 @@ func TestBackupBeforeMigration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, have, 1, "no backup when there is nothing to migrate")
 }
+
+// Whatever bytes niuma.db holds, looking at it never panics and never
+// writes to it; what it accepts starts like an SQLite database.
+func FuzzProbe(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("SQLite format 3\x00"))
+	f.Add([]byte("not a database"))
+	if b, err := os.ReadFile(archiveWithRunsF(f)); err == nil {
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "niuma.db")
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		pr, err := probe(p)
+		after, rerr := os.ReadFile(p)
+		require.NoError(t, rerr)
+		require.Equal(t, data, after, "probing writes nothing")
+		if err == nil && len(data) > 0 {
+			require.True(t, pr.exists)
+			require.GreaterOrEqual(t, len(data), 100)
+			require.Equal(t, "SQLite format 3\x00", string(data[:16]))
+		}
+	})
+}
+
+func archiveWithRunsF(f *testing.F) string {
+	path := filepath.Join(f.TempDir(), "niuma.db")
+	db, err := Open(path)
+	if err != nil {
+		return path
+	}
+	_ = db.CreateRun(context.Background(), testRun("r1", ts(0)), testStages("r1"))
+	_ = db.Close()
+	return path
+}

@@ -116,6 +116,22 @@ func readCommands(t *testing.T, id string) readViews {
 	return v
 }
 
+// windowRuns opens the data directory the way the window does and lists
+// what its views show.
+func windowRuns(t *testing.T) []string {
+	t.Helper()
+	s, err := open(io.Discard)
+	require.NoError(t, err)
+	defer s.close()
+	runs, err := s.engine.Runs(context.Background(), 0)
+	require.NoError(t, err)
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
 // Another process holds a write transaction for longer than the busy
 // timeout: ls, show and logs answer from the last committed state, at
 // once, and what the lock holds back is really held back.
@@ -132,6 +148,7 @@ func TestReadCommandsWorkWhileAnotherProcessHoldsTheWriteLock(t *testing.T) {
 	assert.Equal(t, before.logs, got.logs)
 	assert.Contains(t, got.logs, "done-a")
 	assert.Equal(t, 25, showJSONOf(t, id).Metrics[0].Points, "every point is there")
+	assert.Equal(t, []string{id}, windowRuns(t), "the window's views, when it is not the owner")
 
 	// The lock is real: a write waits the busy timeout and gives up.
 	db, err := storage.Open(filepath.Join(home, "niuma.db"))
@@ -185,10 +202,10 @@ func fillDisk(t *testing.T, dir string) {
 func TestReadCommandsWorkOnAFullDisk(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		holder bool // another handle has the archive open (its index in place)
+		holder bool // another process has the archive open (its index in place) and holds its write lock
 	}{
 		{"no process has the archive open", false},
-		{"a process has the archive open", true},
+		{"another process holds the archive's write lock", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			home := mountTmpfs(t, "8m")
@@ -198,11 +215,7 @@ func TestReadCommandsWorkOnAFullDisk(t *testing.T) {
 			id := runPoints(t, tmpl, 50)
 			before := readCommands(t, id)
 			if tt.holder {
-				db, err := storage.Open(filepath.Join(home, "niuma.db"))
-				require.NoError(t, err)
-				t.Cleanup(func() { db.Close() })
-				_, err = db.ListRuns(context.Background(), storage.RunFilter{})
-				require.NoError(t, err)
+				holdWriteLock(t, home)
 			}
 			fillDisk(t, home)
 
@@ -211,6 +224,11 @@ func TestReadCommandsWorkOnAFullDisk(t *testing.T) {
 			assert.JSONEq(t, before.show, got.show)
 			assert.Equal(t, before.logs, got.logs)
 			assert.Equal(t, 50, showJSONOf(t, id).Metrics[0].Points, "every point is there")
+			if tt.holder {
+				// Another process has it open, as an owner would; the
+				// window is not the owner.
+				assert.Equal(t, []string{id}, windowRuns(t), "the window's views")
+			}
 
 			code, _, errOut := niuma(t, "run", tmpl, "--set", "n=3")
 			require.NotEqual(t, 0, code)

@@ -13,6 +13,7 @@ import (
 
 	"niuma/app/fynelocale"
 	"niuma/printable"
+	"niuma/storage"
 )
 
 // Main runs niuma with the given arguments: no arguments opens the window,
@@ -56,6 +57,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = c.tune(ctx, rest)
 	case "engine":
 		err = c.engineCmd(ctx, rest)
+	case "doctor":
+		err = c.doctor(ctx, rest)
 	case "window", "gui":
 		return runWindow(stderr)
 	case "help", "-h", "--help":
@@ -78,7 +81,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case err != nil:
-		say(stderr, oneLine(err))
+		msg := oneLine(err)
+		if storage.IsDamaged(err) && !strings.Contains(msg, "niuma doctor") {
+			msg += ": " + storage.RepairHint
+		}
+		say(stderr, msg)
 		return 1
 	}
 	return 0
@@ -157,6 +164,10 @@ Usage:
   niuma tune --curves FILE [--pruner median|asha|none] [--trials N] [--reps R] [--json]
                                 early stopping replayed on recorded learning curves
   niuma engine [--until-idle]   drive queued and running runs in the foreground
+  niuma doctor [--repair] [--json]
+                                check the archive (integrity, run folders without runs and runs
+                                without folders, backups); --repair restores the newest good backup
+                                over a damaged archive, keeping it aside, and registers the run folders
   niuma version
 
 RUN is a run ID, a unique prefix, or a unique end of one. Data lives in $NIUMA_HOME

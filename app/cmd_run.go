@@ -127,9 +127,14 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, "follow it with: niuma show %s   (or niuma logs %s --follow)\n", info.ID, info.ID)
 		return nil
 	}
-	final, werr := c.waitRun(ctx, s.engine, info.ID)
+	wctx, stopWait := s.whileDriving(ctx, engineDone)
+	defer stopWait()
+	final, werr := c.waitRun(wctx, s.engine, info.ID)
 	stopEngine()
 	<-engineDone
+	if err := s.driveErr(); err != nil {
+		return err
+	}
 	if err := s.handOver(c); err != nil {
 		say(c.err, err.Error())
 	}
@@ -307,7 +312,7 @@ func (c *cli) engineCmd(ctx context.Context, args []string) error {
 	select {
 	case <-s.engine.Ready():
 	case <-done:
-		return nil
+		return s.driveErr()
 	}
 	fmt.Fprintf(c.err, "niuma engine: driving runs in %s (pid %d)\n", s.home, os.Getpid())
 	if *metricsAddr != "" {

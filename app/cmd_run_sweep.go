@@ -187,9 +187,14 @@ func (c *cli) runMany(ctx context.Context, s *stack, base engine.RunSpec, runs [
 		fmt.Fprintln(c.out, "follow them with: niuma ls")
 		return nil
 	}
-	failed, werr := c.waitRuns(ctx, s.engine, ids)
+	wctx, stopWait := s.whileDriving(ctx, engineDone)
+	defer stopWait()
+	failed, werr := c.waitRuns(wctx, s.engine, ids)
 	stopEngine()
 	<-engineDone
+	if err := s.driveErr(); err != nil {
+		return err
+	}
 	if err := s.handOver(c); err != nil {
 		fmt.Fprintln(c.err, "niuma:", err)
 	}

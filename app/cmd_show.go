@@ -68,7 +68,7 @@ func (c *cli) ls(ctx context.Context, args []string) error {
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return exitError{code: 2}
 	}
-	s, err := open(c.err)
+	s, err := openReader(c.err)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if err := tooLong("run", maxNameArg, pos[0]); err != nil {
 		return err
 	}
-	s, err := open(c.err)
+	s, err := openReader(c.err)
 	if err != nil {
 		return err
 	}
@@ -399,7 +399,7 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 	if err := tooLong("stage name", maxNameArg, pos[1:]...); err != nil {
 		return err
 	}
-	s, err := open(c.err)
+	s, err := openReader(c.err)
 	if err != nil {
 		return err
 	}

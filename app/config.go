@@ -51,6 +51,7 @@ type stack struct {
 	gpus      gpumon.Opened
 	sampler   *gpumon.Sampler
 	logger    *slog.Logger
+	driveErrV error // set before drive's done is closed
 }
 
 // open opens the data directory, its database and an engine over them.
@@ -63,7 +64,7 @@ func open(logOut io.Writer) (*stack, error) {
 	if err := os.MkdirAll(filepath.Join(home, "runs"), 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory %s: %w", home, err)
 	}
-	db, err := storage.Open(filepath.Join(home, "niuma.db"))
+	db, err := openArchive(home)
 	if err != nil {
 		return nil, err
 	}
@@ -178,9 +179,15 @@ func (s *stack) close() {
 	s.store.Close()
 }
 
-// drive runs the engine loop until ctx ends; done is closed when it has
-// stopped (attempts keep running; metrics are flushed).
-func (s *stack) drive(ctx context.Context) (done <-chan struct{}) {
+// driveErr is why the engine stopped driving, once done is closed: nil
+// after ctx ended, else (e.g.) a damaged archive it refused to own.
+func (s *stack) driveErr() error { return s.driveErrV }
+
+// drive runs the engine loop until ctx ends or the engine gives up (a
+// damaged archive: driveErr says why); done is closed when it has stopped
+// (attempts keep running; metrics are flushed).
+func (s *stack) drive(parent context.Context) (done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(parent)
 	ch := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -197,8 +204,11 @@ func (s *stack) drive(ctx context.Context) (done <-chan struct{}) {
 	}
 	go func() {
 		defer close(ch)
+		defer cancel()
 		if err := s.engine.Drive(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.driveErrV = err
 			slog.Error("engine stopped", "err", err)
+			cancel() // the sampler serves the engine: it stops with it
 		}
 		wg.Wait()
 	}()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"niuma/engine/template"
 	"niuma/storage"
@@ -122,4 +123,73 @@ func (e *Engine) DeleteRun(ctx context.Context, id string) error {
 
 func startsWithDotDot(rel string) bool {
 	return len(rel) >= 3 && rel[:3] == ".."+string(filepath.Separator)
+}
+
+// takeArchive is what the owner does with the archive before it drives
+// anything: SQLite's quick_check (a damaged archive is refused, so that no
+// run's state is written over it), a backup when the newest is a day old,
+// and the run folders the archive does not know registered or set aside
+// (ReconcileFolders), each logged.
+func (e *Engine) takeArchive(ctx context.Context) error {
+	problems, err := e.store.QuickCheck(ctx)
+	if err != nil {
+		return fmt.Errorf("check the archive: %w", err)
+	}
+	if len(problems) > 0 {
+		err := fmt.Errorf("%w: %s: SQLite's quick_check found %d problem(s), the first: %s; Niuma will not write to it: %s",
+			storage.ErrDamaged, e.store.Path(), len(problems), problems[0], storage.RepairHint)
+		// Other processes open it too, without checking every page:
+		// the mark tells them (see DamagedMark).
+		note := fmt.Sprintf("%s\n%s\n", time.Now().Format(time.RFC3339), err)
+		if werr := os.WriteFile(DamagedMark(e.opts.Home), []byte(note), 0o644); werr != nil {
+			e.log.Warn("could not mark the archive damaged", "err", werr)
+		}
+		return err
+	}
+	switch b, made, err := e.store.BackupDaily(ctx, BackupDir(e.opts.Home), time.Now()); {
+	case err != nil:
+		e.log.Warn("could not back up the archive; runs go on, and the next start tries again", "err", err)
+	case made:
+		e.log.Info("backed up the archive", "backup", b.Path)
+	}
+	outs, err := ReconcileFolders(ctx, e.store, e.opts.Home, "the archive had no row for it")
+	for _, o := range outs {
+		switch o.Action {
+		case FolderAdopted:
+			e.log.Warn("adopted a run folder the archive did not know; it runs as submitted", "run", o.ID, "why", o.Why)
+		case FolderRegistered:
+			e.log.Warn("registered a run folder the archive did not know, as failed", "run", o.ID, "why", o.Why)
+		case FolderMoved:
+			e.log.Warn("moved aside a run folder the archive did not know", "run", o.ID, "to", o.MovedTo, "why", o.Why)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.log.Error("could not reconcile the run folders with the archive; `niuma doctor` lists them", "err", err)
+	}
+	return nil
+}
+
+// DamagedMark is the file an engine writes when it finds the archive
+// damaged (what it found, and when); while it is there no command writes
+// to the archive. `niuma doctor --repair` removes it once the archive it
+// leaves passes integrity_check.
+func DamagedMark(home string) string { return filepath.Join(home, "niuma.db.damaged") }
+
+// ErrOwned is returned by HoldOwner when another process owns the data
+// directory.
+var ErrOwned = errLocked
+
+// HoldOwner makes the calling process the owner of a data directory
+// without driving runs (repairing its archive: no engine may write to it
+// meanwhile). It fails at once with ErrOwned while another process owns
+// it; release gives it up.
+func HoldOwner(home string) (release func(), err error) {
+	l, err := tryLock(lockPath(home))
+	if err != nil {
+		return nil, err
+	}
+	return l.release, nil
 }

@@ -206,6 +206,13 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 	now := time.Now()
 	id := newRunID(now)
 	dir := filepath.Join(e.opts.Home, "runs", id)
+	// From its folder to its row, a run is a submission in flight (see
+	// ReconcileFolders).
+	releaseSubmit, err := holdSubmitLock(e.opts.Home)
+	if err != nil {
+		return RunInfo{}, fmt.Errorf("submit: %w", err)
+	}
+	defer releaseSubmit()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return RunInfo{}, fmt.Errorf("create run dir: %w", err)
 	}
@@ -236,6 +243,10 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 			s.Reason = "waiting for " + strings.Join(st.Needs, ", ")
 		}
 		stages = append(stages, s)
+	}
+	if err := writeRunRecord(dir, run, stages); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, err
 	}
 	if err := e.store.CreateRun(ctx, run, stages); err != nil {
 		os.RemoveAll(dir)

@@ -72,6 +72,9 @@ func (e *Engine) Drive(ctx context.Context) error {
 		return err
 	}
 	defer lock.release()
+	if err := e.takeArchive(ctx); err != nil {
+		return err
+	}
 	e.owner.Store(true)
 	defer e.owner.Store(false)
 

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"niuma/storage"
+)
+
+const orphanYAML = `
+name: orphan
+params:
+  n: {type: int, default: 3}
+stages:
+  - name: a
+    command: ["true"]
+  - name: b
+    needs: [a]
+    command: ["true"]
+`
+
+func TestReconcileFolders(t *testing.T) {
+	tests := []struct {
+		name       string
+		started    bool // stage a wrote an attempt's log
+		dropRecord bool // no run.json
+		want       string
+	}{
+		{"submitted, never started: adopted as submitted", false, false, FolderAdopted},
+		{"started, with its record: registered as failed", true, false, FolderRegistered},
+		{"started, without its record: registered from params and template", true, true, FolderRegistered},
+		{"never started, without its record: moved aside", false, true, FolderMoved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t)
+			e := h.engine()
+			info, err := e.Submit(ctx, RunSpec{Template: parse(t, orphanYAML), Values: map[string]any{"n": int64(7)}})
+			require.NoError(t, err)
+			stored, err := h.store.GetRun(ctx, info.ID)
+			require.NoError(t, err)
+			require.NoError(t, h.store.DeleteRun(ctx, info.ID)) // the row a killed submit never stored
+			if tt.started {
+				require.NoError(t, os.MkdirAll(filepath.Join(info.Dir, "a"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(info.Dir, "a", "attempt-1.stdout.log"), []byte("hi\n"), 0o644))
+			}
+			if tt.dropRecord {
+				require.NoError(t, os.Remove(filepath.Join(info.Dir, runRecordFile)))
+			}
+			notRun := filepath.Join(h.home, "runs", "my-notes")
+			require.NoError(t, os.MkdirAll(notRun, 0o755))
+
+			outs, err := ReconcileFolders(ctx, h.store, h.home, "a test lost it")
+			require.NoError(t, err)
+			require.Len(t, outs, 1)
+			assert.Equal(t, tt.want, outs[0].Action)
+			assert.DirExists(t, notRun, "a folder not named like a run is not ours")
+
+			switch tt.want {
+			case FolderAdopted:
+				got, err := h.store.GetRun(ctx, info.ID)
+				require.NoError(t, err)
+				assert.Equal(t, stored, got, "the run is stored exactly as it was submitted")
+				stages, err := h.store.Stages(ctx, info.ID)
+				require.NoError(t, err)
+				assert.Len(t, stages, 2)
+			case FolderRegistered:
+				got, err := h.store.GetRun(ctx, info.ID)
+				require.NoError(t, err)
+				assert.Equal(t, storage.RunFailed, got.State)
+				assert.Contains(t, got.Error, "a test lost it")
+				assert.Equal(t, "orphan", got.Template)
+				assert.JSONEq(t, stored.Params, got.Params)
+				stages, err := h.store.Stages(ctx, info.ID)
+				require.NoError(t, err)
+				require.Len(t, stages, 2)
+				assert.Equal(t, storage.StageFailed, stages[0].State)
+				assert.Equal(t, 1, stages[0].Attempts)
+				assert.Equal(t, storage.StageCancelled, stages[1].State)
+			case FolderMoved:
+				_, err := h.store.GetRun(ctx, info.ID)
+				require.ErrorIs(t, err, storage.ErrNotFound)
+				assert.NoDirExists(t, info.Dir)
+				note, err := os.ReadFile(filepath.Join(OrphansDir(h.home), info.ID, "NOTE.txt"))
+				require.NoError(t, err)
+				assert.Contains(t, string(note), info.Dir)
+				assert.FileExists(t, filepath.Join(OrphansDir(h.home), info.ID, "params.json"))
+			}
+
+			outs, err = ReconcileFolders(ctx, h.store, h.home, "again")
+			require.NoError(t, err)
+			assert.Empty(t, outs, "nothing is left to reconcile")
+		})
+	}
+}
+
+// A folder whose submit is in flight is not touched: the search waits for
+// the submit to finish.
+func TestReconcileFoldersWaitsForSubmitsInFlight(t *testing.T) {
+	h := newHarness(t)
+	dir := filepath.Join(h.home, "runs", "20260101-000000-abcdef")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	release, err := holdSubmitLock(h.home)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = ReconcileFolders(ctx, h.store, h.home, "")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.DirExists(t, dir, "a folder being written is left alone")
+	release()
+	outs, err := ReconcileFolders(context.Background(), h.store, h.home, "")
+	require.NoError(t, err)
+	require.Len(t, outs, 1)
+	assert.Equal(t, FolderMoved, outs[0].Action, "once the submit is over, a folder without a record is moved aside")
+}
+
+// The owner backs the archive up when it starts, at most once a day.
+func TestOwnerChecksTheArchiveAtStart(t *testing.T) {
+	h := newHarness(t)
+	e := h.engine()
+	stop := h.drive(e)
+	stop()
+	backups, err := storage.ListBackups(BackupDir(h.home))
+	require.NoError(t, err)
+	require.Len(t, backups, 1, "a backup at the first start")
+	e = h.engine()
+	stop = h.drive(e)
+	stop()
+	backups, err = storage.ListBackups(BackupDir(h.home))
+	require.NoError(t, err)
+	assert.Len(t, backups, 1, "at most one a day")
+}

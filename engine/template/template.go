@@ -77,12 +77,12 @@ type Stage struct {
 	// 8GiB): CPUs in thousandths, 0 = the engine's default of one CPU;
 	// memory 0 = not asked. Estimate is how long it is expected to run
 	// (estimate: 40m), 0 = none: the predictor's estimate, else unknown.
-	CPUMilli       int64
-	MemMiB         int64
-	Estimate       time.Duration
-	Retries        int
-	Timeout        time.Duration // 0 = none
-	Env            map[string]string
+	CPUMilli int64
+	MemMiB   int64
+	Estimate time.Duration
+	Retries  int
+	Timeout  time.Duration // 0 = none
+	Env      map[string]string
 	// Metrics are text rules for the stage's output (presets and patterns;
 	// JSON lines need none). TensorBoard and CSV are globs, relative to the
 	// run directory, of event files and CSV logs to read besides the usual

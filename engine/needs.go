@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"niuma/engine/template"
+	"niuma/storage"
+)
+
+// Needs override, for one launch, what a template's stages ask of the
+// machine (niuma run --gpus 2 --gpu-memory 20GiB --estimate 2h). They apply
+// to the stages that ask for GPUs — to every stage when none does. Zero
+// fields keep the template's.
+type Needs struct {
+	GPUs         *int          // GPUs per stage; nil keeps the template's
+	GPUMemoryMiB int64         // per GPU
+	Estimate     time.Duration // the stage's expected run time
+}
+
+// defaultCPUMilli is what a stage that does not say asks of the host's
+// CPUs: one CPU.
+const defaultCPUMilli = 1000
+
+// check says what of n no run could ask for.
+func (n Needs) check() error {
+	switch {
+	case n.GPUs != nil && (*n.GPUs < 0 || *n.GPUs > 4096):
+		return fmt.Errorf("gpus %d: write a whole number from 0 to 4096", *n.GPUs)
+	case n.GPUMemoryMiB < 0:
+		return fmt.Errorf("gpu memory %d MiB: write a size such as 20GiB", n.GPUMemoryMiB)
+	case n.Estimate < 0:
+		return fmt.Errorf("estimate %s: write a duration such as 2h", n.Estimate)
+	}
+	return nil
+}
+
+// stageNeeds fills what each stage of a new run asks for: the template's
+// GPUs and memory for the run's values, its cpus, memory and estimate, and
+// the launch's overrides on top.
+func stageNeeds(t *template.Template, values template.Values, n Needs, stages []storage.Stage) error {
+	if err := n.check(); err != nil {
+		return err
+	}
+	anyGPU := false
+	for _, s := range stages {
+		anyGPU = anyGPU || s.GPUs > 0
+	}
+	for i := range stages {
+		s := &stages[i]
+		st, _ := t.Stage(s.Name)
+		s.CPUMilli, s.MemMiB, s.Estimate = st.CPUMilli, st.MemMiB, st.Estimate
+		if s.CPUMilli == 0 {
+			s.CPUMilli = defaultCPUMilli
+		}
+		if anyGPU && s.GPUs == 0 {
+			continue // the overrides are for the stages that use GPUs
+		}
+		if n.GPUs != nil {
+			s.GPUs = *n.GPUs
+		}
+		if n.GPUMemoryMiB > 0 {
+			s.GPUMemoryMiB = n.GPUMemoryMiB
+		}
+		if n.Estimate > 0 {
+			s.Estimate = n.Estimate
+		}
+	}
+	return nil
+}

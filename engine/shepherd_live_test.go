@@ -236,3 +236,87 @@ func mustValues(t *testing.T, tm *template.Template, kv ...string) template.Valu
 	require.NoError(t, err)
 	return v
 }
+
+// largeYAML asks for most of both GPUs of the machine.
+const largeYAML = `
+name: large
+params:
+  gate: {type: string, default: ""}
+stages:
+  - name: work
+    gpus: 2
+    gpu_memory: 70GiB
+    command: [sh, -c, 'while [ ! -e "$NIUMA_PARAM_GATE" ]; do sleep 0.05; done']
+`
+
+// A large run waiting for GPUs that a long run holds must not hold up the
+// many small runs that fit beside it: they run and finish while it waits,
+// whether or not the archive has earlier runs to estimate them by, under
+// each policy a user may choose (settings.yaml). Once the GPUs free up, the
+// large run runs too. (Herd with HerdOptions.Reserve fails this: it holds
+// the free GPU for the large run while the long one runs.)
+func TestSmallRunsAreNotBlockedBehindALargeOne(t *testing.T) {
+	for _, name := range shepherd.Policies {
+		policy, err := shepherd.ByName(name)
+		require.NoError(t, err)
+		t.Run(name, func(t *testing.T) { smallAndLarge(t, policy) })
+	}
+}
+
+func smallAndLarge(t *testing.T, policy shepherd.Policy) {
+	h := newHarness(t)
+	sim := simulated(t, "2xA100-80GB")
+	e := h.engine(func(o *Options) {
+		o.GPUs = sim
+		o.Host = shepherd.Host{CPUMilli: 16000}
+		o.Policy = policy
+	})
+	h.drive(e)
+	small, large := parse(t, gateYAML), parse(t, largeYAML)
+	open := filepath.Join(t.TempDir(), "open")
+	require.NoError(t, os.WriteFile(open, nil, 0o644))
+
+	for _, history := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no history", true: "with history"}[history], func(t *testing.T) {
+			ctx := context.Background()
+			held := filepath.Join(t.TempDir(), "held")
+			blocker, err := e.Submit(ctx, RunSpec{Template: small, Values: mustValues(t, small, "gate", held)})
+			require.NoError(t, err)
+			until(t, 20*time.Second, "the long run holding a GPU", func() bool { return stageOf(t, e, blocker.ID).State == Running })
+			// The large run is the more urgent: first in line.
+			big, err := e.Submit(ctx, RunSpec{Template: large, Values: mustValues(t, large, "gate", open), Priority: 1})
+			require.NoError(t, err)
+			until(t, 20*time.Second, "the large run waiting", func() bool { return stageOf(t, e, big.ID).ReasonCode != "" })
+			if history {
+				eta, err := e.ETA(ctx, mustRun(t, e, big.ID))
+				require.NoError(t, err)
+				require.True(t, eta.Known, "the archive has an earlier large run")
+				require.Contains(t, eta.String(), "from 1 earlier run")
+			}
+			var smalls []string
+			for range 6 {
+				info, err := e.Submit(ctx, RunSpec{Template: small, Values: mustValues(t, small, "gate", open)})
+				require.NoError(t, err)
+				smalls = append(smalls, info.ID)
+			}
+			for _, id := range smalls {
+				require.Equal(t, Succeeded, waitDone(t, e, id).State)
+			}
+			require.Equal(t, Running, stageOf(t, e, blocker.ID).State, "the long run still holds its GPU")
+			wait := stageOf(t, e, big.ID)
+			require.Equal(t, Queued, wait.State)
+			require.NotEmpty(t, wait.ReasonCode, "reason: %s", wait.Reason)
+
+			require.NoError(t, os.WriteFile(held, nil, 0o644))
+			require.Equal(t, Succeeded, waitDone(t, e, blocker.ID).State)
+			require.Equal(t, Succeeded, waitDone(t, e, big.ID).State, "the large run runs once the GPUs are free")
+		})
+	}
+}
+
+func mustRun(t *testing.T, e *Engine, id string) RunInfo {
+	t.Helper()
+	r, err := e.Run(context.Background(), id)
+	require.NoError(t, err)
+	return r
+}

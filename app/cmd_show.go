@@ -145,6 +145,9 @@ type showJSON struct {
 	Metrics   []metricJSON         `json:"metrics"`
 	Anomalies []engine.AnomalyInfo `json:"anomalies"`
 	GPUs      []engine.GPUUsage    `json:"gpus"`
+	// ETA is how long an unfinished run is expected to take still, and
+	// what says so ("ETA 14 min, from 9 earlier runs"); "" when done.
+	ETA string `json:"eta,omitempty"`
 }
 
 type metricJSON struct {
@@ -206,6 +209,14 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	eta := ""
+	if !r.State.Done() {
+		e, err := s.engine.ETA(ctx, r)
+		if err != nil {
+			return err
+		}
+		eta = e.String()
+	}
 	if *asJSON {
 		if ms == nil {
 			ms = []metricJSON{}
@@ -213,7 +224,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		if gpus == nil {
 			gpus = []engine.GPUUsage{}
 		}
-		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus})
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, ETA: eta})
 	}
 	now := time.Now()
 	p := printable.String // what the run's template and workload wrote
@@ -232,11 +243,14 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, "objective %s\n", p(r.ObjectiveMissing))
 	}
 	fmt.Fprintf(c.out, "params    %s\n", p(strings.Join(r.ParamPairs(), " ")))
-	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s\n", r.Seed, r.Priority, p(r.Executor))
+	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s%s\n", r.Seed, r.Priority, p(r.Executor), runFlags(r))
 	if r.Fingerprint != "" {
 		fmt.Fprintf(c.out, "fingerprint %s\n", p(r.Fingerprint))
 	}
 	fmt.Fprintf(c.out, "created   %s   duration %s\n", r.CreatedAt.Local().Format(time.DateTime), duration(r.Elapsed(now)))
+	if eta != "" {
+		fmt.Fprintf(c.out, "%s\n", eta)
+	}
 	fmt.Fprintf(c.out, "dir       %s\n\n", p(r.Dir))
 	tw := newTable(c.out, "STAGE", "STATE", "ATTEMPTS", "EXIT", "DURATION", "NOTE")
 	for _, st := range r.Stages {

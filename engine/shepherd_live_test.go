@@ -320,3 +320,55 @@ func mustRun(t *testing.T, e *Engine, id string) RunInfo {
 	require.NoError(t, err)
 	return r
 }
+
+// A preemption is stored, not only known to the engine that made it: the
+// next engine resumes the preempted stage (NIUMA_RESUME set) without
+// spending a retry, and places it by what the stage holds, adopted.
+func TestPreemptedStageResumesAfterARestart(t *testing.T) {
+	h := newHarness(t)
+	sim := simulated(t, "1xA100-80GB")
+	opts := func(o *Options) {
+		o.GPUs = sim
+		o.Host = shepherd.Host{CPUMilli: 16000}
+		o.Policy = shepherd.Herd(shepherd.HerdOptions{PreemptAfter: time.Nanosecond})
+	}
+	first := h.engine(opts)
+	stopFirst := h.drive(first)
+	spot, err := first.Submit(context.Background(), RunSpec{Template: parse(t, spotYAML), Spot: true})
+	require.NoError(t, err)
+	until(t, 20*time.Second, "the spot run started", func() bool {
+		_, err := os.Stat(filepath.Join(spot.Dir, "train", "started"))
+		return err == nil
+	})
+	// The urgent run holds the GPU until the gate opens.
+	gate := filepath.Join(t.TempDir(), "go")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) })
+	urgentTm := parse(t, gateYAML)
+	urgent, err := first.Submit(context.Background(), RunSpec{Template: urgentTm, Values: mustValues(t, urgentTm, "gate", gate),
+		Priority: 1, Needs: Needs{GPUMemoryMiB: 60 * 1024}})
+	require.NoError(t, err)
+	until(t, 20*time.Second, "the spot run preempted and the urgent one running", func() bool {
+		s := stageOf(t, first, spot.ID)
+		return s.State == Queued && len(s.History) == 1 && stageOf(t, first, urgent.ID).State == Running
+	})
+	s := stageOf(t, first, spot.ID)
+	require.Equal(t, storage.AttemptPreempted, s.History[0].State)
+	stopFirst()
+
+	second := h.engine(opts)
+	h.drive(second)
+	// The adopted urgent run still holds the GPU: the spot run waits.
+	until(t, 20*time.Second, "the spot run waiting for the adopted run's GPU", func() bool {
+		s := stageOf(t, second, spot.ID)
+		return s.ReasonCode != "" && s.ReasonCode != WaitPreempted
+	})
+	require.Equal(t, Queued, stageOf(t, second, spot.ID).State)
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	require.Equal(t, Succeeded, waitDone(t, second, urgent.ID).State)
+	r := waitDone(t, second, spot.ID)
+	require.Equal(t, Succeeded, r.State, "resumed without spending a retry: %+v", r.Stages[0])
+	require.Len(t, r.Stages[0].History, 2)
+	resumed, err := os.ReadFile(filepath.Join(spot.Dir, "train", "resumed"))
+	require.NoError(t, err)
+	require.Equal(t, "step-7\n"+filepath.Join(spot.Dir, "train")+"\n", string(resumed))
+}

@@ -87,7 +87,7 @@ func TestCPUSlotsHoldStagesWithTheirReason(t *testing.T) {
 		return running == 2 && waiting.ReasonCode != ""
 	})
 	require.Equal(t, string(shepherd.WaitCPU), waiting.ReasonCode, "the code is stored with the stage: %q", waiting.Reason)
-	require.True(t, strings.HasPrefix(waiting.Reason, "waiting for a CPU: 2 of 2 in use"), "reason: %q", waiting.Reason)
+	require.Equal(t, "waiting for a CPU: 2 of 2 in use; first in line", waiting.Reason)
 	require.Equal(t, int64(1000), waiting.CPUMilli, "a stage that does not say asks for one CPU")
 
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"niuma/engine/template"
@@ -36,8 +37,10 @@ func (n Needs) check() error {
 }
 
 // stageNeeds fills what each stage of a new run asks for: the template's
-// GPUs and memory for the run's values, its cpus, memory and estimate, and
-// the launch's overrides on top.
+// GPUs and memory for the run's values, its cpus, memory and estimate (for
+// a docker template, its container's cpus and memory limits where the
+// stage does not say; one CPU where neither does), and the launch's
+// overrides on top.
 func stageNeeds(t *template.Template, values template.Values, n Needs, stages []storage.Stage) error {
 	if err := n.check(); err != nil {
 		return err
@@ -50,6 +53,16 @@ func stageNeeds(t *template.Template, values template.Values, n Needs, stages []
 		s := &stages[i]
 		st, _ := t.Stage(s.Name)
 		s.CPUMilli, s.MemMiB, s.Estimate = st.CPUMilli, st.MemMiB, st.Estimate
+		if t.Runtime.Kind == "docker" {
+			// A container's limits say what it will hold, unless the stage
+			// says otherwise.
+			if s.CPUMilli == 0 && t.Runtime.CPUs > 0 {
+				s.CPUMilli = int64(math.Ceil(t.Runtime.CPUs * 1000))
+			}
+			if s.MemMiB == 0 {
+				s.MemMiB = t.Runtime.MemoryMiB
+			}
+		}
 		if s.CPUMilli == 0 {
 			s.CPUMilli = defaultCPUMilli
 		}

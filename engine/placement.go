@@ -145,8 +145,8 @@ func reserve(inv *shepherd.Inventory, uuid string, mib int64) {
 func (e *Engine) preempt(key, why string) {
 	for _, lr := range e.runs {
 		for _, ls := range lr.stages {
-			if stageKey(lr, ls) != key || ls.st.State != storage.StageRunning {
-				continue
+			if stageKey(lr, ls) != key || ls.st.State != storage.StageRunning || ls.handle == nil {
+				continue // not started yet: a later pass asks again
 			}
 			if ls.place.preempting == "" {
 				e.log.Info("preempt stage", "stage", key, "why", why)

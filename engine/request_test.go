@@ -85,3 +85,37 @@ stages:
 	require.Equal(t, want, got)
 	require.InDelta(t, (50 * time.Minute).Seconds(), got.Estimate.Seconds(), 1, "the median of the three earlier runs")
 }
+
+func TestStageNeedsDefaultsAndOverrides(t *testing.T) {
+	tm := parse(t, `
+name: n
+runtime: {kind: docker, image: x:1, cpus: 2.5, memory: 4GiB}
+stages:
+  - name: prep
+    command: ["true"]
+  - name: train
+    needs: [prep]
+    gpus: 1
+    cpus: 8
+    command: ["true"]
+`)
+	stages := func() []storage.Stage {
+		return []storage.Stage{{Name: "prep"}, {Name: "train", GPUs: 1}}
+	}
+	got := stages()
+	require.NoError(t, stageNeeds(tm, nil, Needs{}, got))
+	require.Equal(t, int64(2500), got[0].CPUMilli, "the container's cpus")
+	require.Equal(t, int64(4096), got[0].MemMiB, "the container's memory")
+	require.Equal(t, int64(8000), got[1].CPUMilli, "the stage's own cpus win")
+
+	two := 2
+	got = stages()
+	require.NoError(t, stageNeeds(tm, nil, Needs{GPUs: &two, GPUMemoryMiB: 1024, Estimate: time.Hour}, got))
+	require.Equal(t, storage.Stage{Name: "prep", CPUMilli: 2500, MemMiB: 4096}, got[0], "only the GPU stage is overridden")
+	require.Equal(t, 2, got[1].GPUs)
+	require.Equal(t, int64(1024), got[1].GPUMemoryMiB)
+	require.Equal(t, time.Hour, got[1].Estimate)
+
+	neg := -1
+	require.ErrorContains(t, stageNeeds(tm, nil, Needs{GPUs: &neg}, stages()), "gpus -1: write a whole number from 0 to 4096")
+}

@@ -20,7 +20,16 @@ type placement struct {
 	// ("" when it is not): its end is then recorded as preempted.
 	preempting string
 	resume     bool // the current attempt resumes a preempted one: NIUMA_RESUME is set
+	// reasonSaved is when its wait reason was last written (see
+	// reasonRefresh).
+	reasonSaved time.Time
 }
+
+// reasonRefresh is how often a waiting stage's reason is written again when
+// only its words change ("3 runs ahead" becoming "2 runs ahead"), not its
+// code: a wide DAG waiting for CPU slots would otherwise rewrite every
+// waiting stage at every pass. A new code is written at once.
+const reasonRefresh = time.Second
 
 // WaitPreempted is the code of a stage whose attempt was preempted, until
 // the shepherd's next pass says why it waits.
@@ -196,11 +205,16 @@ type shepherdMove struct {
 func (e *Engine) shepherdTransition(ctx context.Context, lr *liveRun, ls *liveStage, m shepherdMove) bool {
 	st := &ls.st
 	if m.wait {
-		if st.Reason == m.text && st.ReasonCode == m.code {
-			return true
+		now := time.Now()
+		switch {
+		case st.Reason == m.text && st.ReasonCode == m.code:
+		case st.ReasonCode == m.code && st.Reason != "" && now.Sub(ls.place.reasonSaved) < reasonRefresh:
+			// Only the words moved: written at a later pass.
+		default:
+			st.Reason, st.ReasonCode = m.text, m.code
+			ls.place.reasonSaved = now
+			e.saveStage(ctx, lr, ls)
 		}
-		st.Reason, st.ReasonCode = m.text, m.code
-		e.saveStage(ctx, lr, ls)
 		return true
 	}
 	why := ls.place.preempting

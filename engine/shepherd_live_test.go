@@ -353,6 +353,11 @@ func TestPreemptedStageResumesAfterARestart(t *testing.T) {
 	})
 	s := stageOf(t, first, spot.ID)
 	require.Equal(t, storage.AttemptPreempted, s.History[0].State)
+	until(t, 20*time.Second, "the urgent attempt's handle recorded, for the next engine to adopt", func() bool {
+		as, err := h.store.Attempts(context.Background(), urgent.ID)
+		require.NoError(t, err)
+		return len(as) == 1 && as[0].Handle != ""
+	})
 	stopFirst()
 
 	second := h.engine(opts)
@@ -364,7 +369,8 @@ func TestPreemptedStageResumesAfterARestart(t *testing.T) {
 	})
 	require.Equal(t, Queued, stageOf(t, second, spot.ID).State)
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
-	require.Equal(t, Succeeded, waitDone(t, second, urgent.ID).State)
+	ur := waitDone(t, second, urgent.ID)
+	require.Equal(t, Succeeded, ur.State, "%+v", ur.Stages[0])
 	r := waitDone(t, second, spot.ID)
 	require.Equal(t, Succeeded, r.State, "resumed without spending a retry: %+v", r.Stages[0])
 	require.Len(t, r.Stages[0].History, 2)

@@ -119,3 +119,32 @@ stages:
 	neg := -1
 	require.ErrorContains(t, stageNeeds(tm, nil, Needs{GPUs: &neg}, stages()), "gpus -1: write a whole number from 0 to 4096")
 }
+
+// Aging counts from when a stage became ready: the end of its needs, of its
+// backoff, or of its preempted attempt; not from when its run was made.
+func TestRequestIsReadySinceTheStageBecameReady(t *testing.T) {
+	h := newHarness(t)
+	e := h.engine()
+	tm := parse(t, "name: r\nstages:\n  - {name: prep, command: [\"true\"]}\n  - {name: train, needs: [prep], command: [\"true\"]}\n")
+	ctx := context.Background()
+	info, err := e.Submit(ctx, RunSpec{Template: tm})
+	require.NoError(t, err)
+	r, err := h.store.GetRun(ctx, info.ID)
+	require.NoError(t, err)
+	lr, err := e.load(ctx, r)
+	require.NoError(t, err)
+	prep, train := lr.stage("prep"), lr.stage("train")
+	require.Equal(t, r.CreatedAt, e.request(lr, prep).Submit, "a first stage is ready when its run is made")
+
+	prep.st.State, prep.st.FinishedAt = storage.StageSucceeded, r.CreatedAt.Add(time.Hour)
+	require.Equal(t, r.CreatedAt.Add(time.Hour), e.request(lr, train).Submit, "from the end of its needs")
+
+	train.st.NextAttemptAt = r.CreatedAt.Add(2 * time.Hour)
+	require.Equal(t, r.CreatedAt.Add(2*time.Hour), e.request(lr, train).Submit, "from the end of its backoff")
+
+	train.attempt = storage.Attempt{State: storage.AttemptPreempted, StartedAt: r.CreatedAt.Add(2 * time.Hour), FinishedAt: r.CreatedAt.Add(3 * time.Hour)}
+	train.place.attained = time.Hour
+	got := e.request(lr, train)
+	require.Equal(t, r.CreatedAt.Add(3*time.Hour), got.Submit, "from its preemption")
+	require.Equal(t, time.Hour, got.Attained, "with the run time it already had")
+}

@@ -253,6 +253,10 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		os.RemoveAll(dir)
 		return RunInfo{}, err
 	}
+	if err := e.checkHost(exName, stages); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, err
+	}
 	if err := e.store.CreateRun(ctx, run, stages); err != nil {
 		os.RemoveAll(dir)
 		return RunInfo{}, fmt.Errorf("save run: %w", err)

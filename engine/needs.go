@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"niuma/engine/executor"
 	"niuma/engine/template"
 	"niuma/storage"
 )
@@ -80,4 +81,33 @@ func stageNeeds(t *template.Template, values template.Values, n Needs, stages []
 		}
 	}
 	return nil
+}
+
+// checkHost refuses, before anything is written, a run with a stage that
+// asks for more CPUs or host memory than this machine gives its stages in
+// all: it would wait forever. A cluster's executor places its own.
+func (e *Engine) checkHost(exName string, stages []storage.Stage) error {
+	if p, ok := e.execs[exName].(executor.Placer); ok && p.PlacesItself() {
+		return nil
+	}
+	h := e.opts.Host
+	for _, s := range stages {
+		switch {
+		case h.CPUMilli > 0 && s.CPUMilli > h.CPUMilli:
+			return fmt.Errorf("stage %s asks for %s CPUs; this machine gives its stages %s in all: ask for fewer (cpus: in the template), or raise shepherd: cpus in settings.yaml",
+				s.Name, cpuWords(s.CPUMilli), cpuWords(h.CPUMilli))
+		case h.MemMiB > 0 && s.MemMiB > h.MemMiB:
+			return fmt.Errorf("stage %s asks for %d MiB of host memory; this machine gives its stages %d MiB in all: ask for less (memory: in the template), or raise shepherd: memory in settings.yaml",
+				s.Name, s.MemMiB, h.MemMiB)
+		}
+	}
+	return nil
+}
+
+// cpuWords writes thousandths of a CPU as people count CPUs: "2", "0.5".
+func cpuWords(milli int64) string {
+	if milli%1000 == 0 {
+		return fmt.Sprint(milli / 1000)
+	}
+	return fmt.Sprintf("%.1f", float64(milli)/1000)
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -147,4 +149,26 @@ func TestRequestIsReadySinceTheStageBecameReady(t *testing.T) {
 	got := e.request(lr, train)
 	require.Equal(t, r.CreatedAt.Add(3*time.Hour), got.Submit, "from its preemption")
 	require.Equal(t, time.Hour, got.Attained, "with the run time it already had")
+}
+
+func TestSubmitRefusesWhatThisMachineCanNeverHold(t *testing.T) {
+	h := newHarness(t)
+	e := h.engine(func(o *Options) { o.Host = shepherd.Host{CPUMilli: 2000, MemMiB: 4096} })
+	ctx := context.Background()
+	for _, tt := range []struct{ field, want string }{
+		{"cpus: 2.5", "stage a asks for 2.5 CPUs; this machine gives its stages 2 in all: ask for fewer (cpus: in the template), or raise shepherd: cpus in settings.yaml"},
+		{"memory: 8GiB", "stage a asks for 8192 MiB of host memory; this machine gives its stages 4096 MiB in all"},
+	} {
+		_, err := e.Submit(ctx, RunSpec{Template: parse(t, "name: big\nstages:\n  - {name: a, command: [\"true\"], "+tt.field+"}\n")})
+		require.ErrorContains(t, err, tt.want)
+	}
+	runs, err := h.store.ListRuns(ctx, storage.RunFilter{})
+	require.NoError(t, err)
+	require.Empty(t, runs, "nothing stored")
+	entries, err := os.ReadDir(filepath.Join(h.home, "runs"))
+	if err == nil {
+		require.Empty(t, entries, "no run directory left")
+	}
+	_, err = e.Submit(ctx, RunSpec{Template: parse(t, "name: fits\nstages:\n  - {name: a, command: [\"true\"], cpus: 2}\n")})
+	require.NoError(t, err)
 }

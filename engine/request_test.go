@@ -31,7 +31,7 @@ func (k keyed) Predict(q predict.Query) predict.Estimate {
 // (shepherd.Need), whatever the estimate regime.
 func TestLiveStageMakesTheRequestAReplayedJobMakes(t *testing.T) {
 	h := newHarness(t)
-	e := h.engine()
+	e := h.engine(func(o *Options) { o.Host = shepherd.Host{CPUMilli: 16000} })
 	tm := parse(t, `
 name: live
 stages:

@@ -133,6 +133,12 @@ Usage:
                                 template waits for its image unless it says fallback: local)
       --priority N              higher runs first (default 0)
       --seed N                  the run's global seed (default: derived from the run's inputs, recorded)
+      --gpus N, --gpu-memory 20GiB, --estimate 2h
+                                override what the stages that use GPUs ask for (every stage
+                                when none does) and how long they run
+      --spot                    may be preempted for higher-priority work: SIGTERM, requeued,
+                                resumed with NIUMA_RESUME (the stage directory it kept)
+      --share                   may share a GPU with other runs when memory fits
       --allow-duplicate         run even when a run with the same fingerprint already succeeded
       --reuse                   print the ID of that earlier run instead of running (exit 0)
       --wait                    block until the run ends; exit non-zero unless it succeeded

@@ -31,6 +31,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	allowDup := fs.Bool("allow-duplicate", false, "run even when a run with the same fingerprint already succeeded")
 	reuse := fs.Bool("reuse", false, "when a run with the same fingerprint already succeeded, print its ID instead of running")
 	sweep := addSweepFlags(fs)
+	needs := addNeedFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitError{code: 2}
@@ -40,6 +41,10 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	}
 	if *allowDup && *reuse {
 		return exitError{code: 2, msg: "--allow-duplicate and --reuse contradict each other: give one"}
+	}
+	var asked engine.RunSpec // what --gpus, --spot and the like ask for
+	if err := needs.apply(&asked); err != nil {
+		return err
 	}
 	if err := tooLong("template", maxPathArg, pos[0]); err != nil {
 		return err
@@ -83,7 +88,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	if (*executorName == "slurm" || (*executorName == "" && t.Runtime.Kind == "slurm")) && s.slurm == nil {
 		return exitError{code: 1, msg: "cannot run on Slurm: " + s.slurmNote}
 	}
-	spec := engine.RunSpec{Template: t, Values: vals, Seed: *seed, Priority: *priority, Executor: *executorName}
+	spec := engine.RunSpec{Template: t, Values: vals, Seed: *seed, Priority: *priority, Executor: *executorName,
+		Needs: asked.Needs, Spot: asked.Spot, Share: asked.Share}
 	if sweep.many() {
 		return c.runMany(ctx, s, spec, runs, *allowDup, *reuse, *wait)
 	}

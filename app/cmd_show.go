@@ -147,6 +147,9 @@ type showJSON struct {
 	Metrics   []metricJSON         `json:"metrics"`
 	Anomalies []engine.AnomalyInfo `json:"anomalies"`
 	GPUs      []engine.GPUUsage    `json:"gpus"`
+	// ETA is how long an unfinished run is expected to take still, and
+	// what says so ("ETA 14 min, from 9 earlier runs"); "" when done.
+	ETA string `json:"eta,omitempty"`
 	// SlurmJobs is the Slurm job id of each stage whose latest attempt
 	// was submitted to Slurm, by stage name.
 	SlurmJobs map[string]string `json:"slurm_jobs,omitempty"`
@@ -244,6 +247,14 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	eta := ""
+	if !r.State.Done() {
+		e, err := s.engine.ETA(ctx, r)
+		if err != nil {
+			return err
+		}
+		eta = e.String()
+	}
 	if *asJSON {
 		if ms == nil {
 			ms = []metricJSON{}
@@ -251,7 +262,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		if gpus == nil {
 			gpus = []engine.GPUUsage{}
 		}
-		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, SlurmJobs: slurmJobs(r)})
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, ETA: eta, SlurmJobs: slurmJobs(r)})
 	}
 	jobs := slurmJobs(r)
 	now := time.Now()
@@ -271,11 +282,14 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, "objective %s\n", p(r.ObjectiveMissing))
 	}
 	fmt.Fprintf(c.out, "params    %s\n", p(strings.Join(r.ParamPairs(), " ")))
-	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s\n", r.Seed, r.Priority, p(r.Executor))
+	fmt.Fprintf(c.out, "seed      %d   priority %d   executor %s%s\n", r.Seed, r.Priority, p(r.Executor), runFlags(r))
 	if r.Fingerprint != "" {
 		fmt.Fprintf(c.out, "fingerprint %s\n", p(r.Fingerprint))
 	}
 	fmt.Fprintf(c.out, "created   %s   duration %s\n", r.CreatedAt.Local().Format(time.DateTime), duration(r.Elapsed(now)))
+	if eta != "" {
+		fmt.Fprintf(c.out, "%s\n", eta)
+	}
 	fmt.Fprintf(c.out, "dir       %s\n\n", p(r.Dir))
 	tw := newTable(c.out, "STAGE", "STATE", "ATTEMPTS", "EXIT", "DURATION", "NOTE")
 	for _, st := range r.Stages {

@@ -134,6 +134,12 @@ func open(logOut io.Writer) (*stack, error) {
 		Store:  func(ctx context.Context, ms []gpumon.Minute) error { return engine.RecordGPUMinutes(ctx, db, ms) },
 		Logger: logger,
 	})
+	policy, host, err := settings.Shepherd.placement()
+	if err != nil {
+		gpus.Close()
+		db.Close()
+		return nil, err
+	}
 	eng, err = engine.New(engine.Options{
 		Home:      home,
 		Store:     db,
@@ -141,6 +147,8 @@ func open(logOut io.Writer) (*stack, error) {
 		GPUs:      sampler,
 		Logger:    logger,
 		Owners:    owners,
+		Policy:    policy,
+		Host:      host,
 	})
 	if err != nil {
 		gpus.Close()

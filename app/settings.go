@@ -18,7 +18,8 @@ import (
 )
 
 // Settings are what a site sets once for every run, in
-// $NIUMA_HOME/settings.yaml. Today that is where Slurm jobs go:
+// $NIUMA_HOME/settings.yaml: how the shepherd places stages here (see
+// ShepherdSettings) and where Slurm jobs go:
 //
 //	slurm:
 //	  partition: gpu            # default: the cluster's default partition
@@ -33,7 +34,8 @@ import (
 // the file; a template's runtime: {kind: slurm, partition: …} overrides
 // both for its stages.
 type Settings struct {
-	Slurm SlurmSettings
+	Slurm    SlurmSettings
+	Shepherd ShepherdSettings // policy, CPUs and memory: see ShepherdSettings
 }
 
 // SlurmSettings configure the slurm executor.
@@ -98,8 +100,15 @@ func parseSettings(path string, b []byte) (Settings, error) {
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
+		if k.Value == "shepherd" {
+			var err error
+			if s.Shepherd, err = parseShepherdSettings(v, bad); err != nil {
+				return s, err
+			}
+			continue
+		}
 		if k.Value != "slurm" {
-			return s, bad(k, "unknown setting %q (settings are: slurm)", k.Value)
+			return s, bad(k, "unknown setting %q (settings are: slurm, shepherd)", k.Value)
 		}
 		if v.Kind != yaml.MappingNode {
 			return s, bad(v, "slurm must be a mapping, e.g. slurm: {partition: gpu, account: mylab}")

@@ -45,7 +45,7 @@ slurm:
 
 func TestSettingsErrorsNameTheLine(t *testing.T) {
 	for _, tt := range []struct{ name, yaml, want string }{
-		{"unknown section", "slurm: {}\nsurlm: {}\n", "settings.yaml:2: unknown setting \"surlm\" (settings are: slurm)"},
+		{"unknown section", "slurm: {}\nsurlm: {}\n", "settings.yaml:2: unknown setting \"surlm\" (settings are: slurm, shepherd)"},
 		{"typo in a field", "slurm:\n  partiton: gpu\n", "settings.yaml:2: unknown slurm setting \"partiton\" (slurm settings are: partition, account, qos, conf, shared_dirs, sbatch_args, checkpoint_warning)"},
 		{"relative shared dir", "slurm:\n  shared_dirs: [shared]\n", "settings.yaml:2: slurm: shared_dirs must be absolute paths (got \"shared\")"},
 		{"not an option", "slurm:\n  sbatch_args: [a100]\n", "settings.yaml:2: slurm: sbatch_args are sbatch options such as --constraint=a100 (got \"a100\")"},

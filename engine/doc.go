@@ -9,6 +9,13 @@
 // adopts, finishes or retries whatever an earlier process left running.
 // Subscribers (the window, the CLI) follow it through an event stream.
 //
+// Stages that run on this machine are placed by the shepherd, one pass over
+// every ready stage at a time: each stage's request is shepherd.Build of
+// what its row and run say it needs (placement.go), with run times the
+// predictor learnt from the archive (eta.go); what the pass decides — a
+// wait reason and its code, a preemption and its resume — is written by
+// shepherdTransition.
+//
 // Only one engine process owns a data directory at a time (a lock file);
 // others act as clients that submit and read through storage.
 package engine

@@ -20,6 +20,7 @@ import (
 	"niuma/metrics"
 	"niuma/sentinel"
 	"niuma/shepherd"
+	"niuma/shepherd/predict"
 	"niuma/storage"
 )
 
@@ -42,6 +43,10 @@ type Options struct {
 	Logger       *slog.Logger
 	// Policy places stages on GPUs. Default (zero value): the shepherd's herd.
 	Policy shepherd.Policy
+	// Host is the CPUs and memory of this machine that stages may have
+	// (local and docker stages; a cluster's are its own). Default (zero
+	// value): ThisMachine().
+	Host shepherd.Host
 	// Owners, when set, is told which process group runs which attempt
 	// (for handles that have one: local stages), so that a GPU process of
 	// a local stage is shown as its run's, not as another process.
@@ -80,6 +85,7 @@ type Engine struct {
 	waits waitBook // the shepherd's wait codes, for Queue
 
 	// Owned by the loop goroutine.
+	pred    *predict.Predictor // run times learnt from the archive; nil until first asked
 	runs    map[string]*liveRun
 	unswept map[string]bool // executors whose leftovers are still to be swept
 }
@@ -106,6 +112,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Policy.Name == "" {
 		opts.Policy = shepherd.Herd(shepherd.HerdOptions{})
+	}
+	if opts.Host == (shepherd.Host{}) {
+		opts.Host = ThisMachine()
 	}
 	e := &Engine{
 		opts:    opts,
@@ -179,6 +188,9 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 	if err := t.Validate(values); err != nil {
 		return RunInfo{}, err
 	}
+	if err := spec.Needs.check(); err != nil {
+		return RunInfo{}, err
+	}
 	exName, note := e.chooseExecutor(ctx, spec.Executor, t.Runtime)
 	if _, ok := e.execs[exName]; !ok {
 		return RunInfo{}, fmt.Errorf("executor %q is not available here (available: %s)", exName, strings.Join(e.Executors(), ", "))
@@ -228,7 +240,7 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		ID: id, Template: t.Name, TemplateVersion: t.Version, TemplateSource: t.Source,
 		TemplateYAML: string(t.YAML), CodeDir: t.Dir, Params: string(params), Seed: seed,
 		Priority: spec.Priority, Executor: exName, State: storage.RunQueued, Dir: dir, CreatedAt: now,
-		Fingerprint: prov.Fingerprint, Sweep: spec.Sweep,
+		Fingerprint: prov.Fingerprint, Sweep: spec.Sweep, Spot: spec.Spot || t.Spot, Share: spec.Share || t.Share,
 	}
 	var stages []storage.Stage
 	for i, name := range t.Order() {
@@ -243,6 +255,14 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 			s.Reason = "waiting for " + strings.Join(st.Needs, ", ")
 		}
 		stages = append(stages, s)
+	}
+	if err := stageNeeds(t, values, spec.Needs, stages); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, err
+	}
+	if err := e.checkHost(exName, stages); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, err
 	}
 	if err := writeRunRecord(dir, run, stages); err != nil {
 		os.RemoveAll(dir)

@@ -31,6 +31,7 @@ type liveStage struct {
 	handle  executor.Handle // set while an attempt runs and has started
 	gpus    []executor.GPU  // held while running
 	stop    bool            // a stop was requested for the current attempt
+	place   placement       // what the shepherd needs to know about it
 
 	// The sentinel's decision about the current attempt, applied when it
 	// ends: stop the run (fail the stage without retries) or retry with
@@ -234,6 +235,7 @@ func (e *Engine) load(ctx context.Context, r storage.Run) (*liveRun, error) {
 				ls.attempt = a
 			}
 		}
+		restorePlacement(ls, attempts)
 		lr.stages = append(lr.stages, ls)
 	}
 	for _, ls := range lr.stages {
@@ -320,10 +322,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 				continue
 			}
 			if err := e.notReady(ctx, lr, away); err != nil {
-				if why := waitReason(err); ls.st.Reason != why {
-					ls.st.Reason = why
-					e.saveStage(ctx, lr, ls)
-				}
+				e.shepherdTransition(ctx, lr, ls, shepherdMove{wait: true, code: WaitExecutor, text: waitReason(err)})
 				continue
 			}
 			if p, ok := e.execs[lr.run.Executor].(executor.Placer); ok && p.PlacesItself() {
@@ -332,10 +331,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 				continue
 			}
 			ready = append(ready, candidate{lr, ls})
-			queue = append(queue, shepherd.Request{
-				ID: stageKey(lr, ls), GPUs: ls.st.GPUs, MemPerGPUMiB: ls.st.GPUMemoryMiB,
-				Priority: lr.run.Priority, Submit: lr.run.CreatedAt,
-			})
+			queue = append(queue, e.request(lr, ls))
 		}
 	}
 	if len(queue) > 0 {
@@ -349,10 +345,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 				e.preempt(victim, "preempted for run "+lr.run.ID)
 			}
 			if !d.Placed() {
-				if ls.st.Reason != d.Wait {
-					ls.st.Reason = d.Wait
-					e.saveStage(ctx, lr, ls)
-				}
+				e.shepherdTransition(ctx, lr, ls, shepherdMove{wait: true, code: string(d.Reason.Code), text: d.Wait})
 				e.observeQueue(ctx, lr, ls, d, now)
 				continue
 			}
@@ -371,38 +364,6 @@ func (e *Engine) reconcile(ctx context.Context) {
 // stageKey names a stage in the shepherd's queue and placements, and as
 // the holder of GPU memory in gpumon.
 func stageKey(lr *liveRun, ls *liveStage) string { return lr.run.ID + "/" + ls.st.Name }
-
-// placements are the running stages as the shepherd sees them.
-func (e *Engine) placements() []shepherd.Running {
-	var out []shepherd.Running
-	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
-			if len(ls.gpus) == 0 {
-				continue
-			}
-			r := shepherd.Running{ID: stageKey(lr, ls), MemPerGPUMiB: ls.st.GPUMemoryMiB,
-				Priority: lr.run.Priority, Start: ls.attempt.StartedAt}
-			for _, g := range ls.gpus {
-				r.GPUs = append(r.GPUs, g.UUID)
-			}
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// preempt stops a running stage so that a higher-priority one can have its
-// GPUs. Nothing asks for it until runs can be marked preemptible.
-func (e *Engine) preempt(key, why string) {
-	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
-			if stageKey(lr, ls) == key {
-				e.log.Info("preempt stage", "stage", key, "why", why)
-				e.stopAttempt(ls)
-			}
-		}
-	}
-}
 
 // unavailable asks an executor that depends on a service whether it can
 // start attempts now; memo holds the answers of this pass.
@@ -452,58 +413,13 @@ func needsMet(lr *liveRun, ls *liveStage) (ready bool, blocked string) {
 	return ready, ""
 }
 
-// inventory is the GPU snapshot as the shepherd needs it: free memory
-// excludes what running stages were given. A stage's memory already
-// visible in the snapshot (its processes, or a simulated GPU's holders) is
-// not subtracted twice: only the part of its reservation not yet in use.
-// (Simulated GPUs report their holders as processes with an owner.)
-func (e *Engine) inventory(ctx context.Context) shepherd.Inventory {
-	snap, err := e.opts.GPUs.Snapshot(ctx)
-	if err != nil {
-		return shepherd.Inventory{Reason: "GPU telemetry failed: " + err.Error()}
-	}
-	inv := shepherd.Inventory{Reason: snap.Reason}
-	visible := map[string]int64{} // "uuid holder" -> MiB in use
-	for _, g := range snap.GPUs {
-		sg := shepherd.GPU{Index: g.Index, UUID: g.UUID, Model: g.Name, TotalMiB: g.MemTotalMiB,
-			FreeMiB: g.MemTotalMiB - g.MemUsedMiB, Healthy: g.Healthy}
-		if g.UtilPercent != nil {
-			sg.UtilPct = *g.UtilPercent
-		}
-		if g.TempC != nil {
-			sg.TempC = *g.TempC
-		}
-		inv.GPUs = append(inv.GPUs, sg)
-		for _, p := range g.Processes {
-			if p.Owner != nil {
-				visible[g.UUID+" "+p.Owner.RunID+"/"+p.Owner.Stage] += p.MemMiB
-			}
-		}
-	}
-	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
-			for _, g := range ls.gpus {
-				reserve(&inv, g.UUID, max(0, ls.st.GPUMemoryMiB-visible[g.UUID+" "+stageKey(lr, ls)]))
-			}
-		}
-	}
-	return inv
-}
-
-func reserve(inv *shepherd.Inventory, uuid string, mib int64) {
-	for i := range inv.GPUs {
-		if inv.GPUs[i].UUID == uuid {
-			inv.GPUs[i].FreeMiB -= mib
-		}
-	}
-}
-
 // start records a new attempt and launches it.
 func (e *Engine) start(ctx context.Context, lr *liveRun, ls *liveStage, gpus []executor.GPU) {
 	now := time.Now()
+	ls.place.resume, ls.place.preempting = ls.attempt.State == storage.AttemptPreempted, ""
 	ls.st.Attempts++
 	ls.st.State = storage.StageRunning
-	ls.st.Reason = ""
+	ls.st.Reason, ls.st.ReasonCode = "", ""
 	if ls.st.StartedAt.IsZero() {
 		ls.st.StartedAt = now
 	}
@@ -565,6 +481,7 @@ func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.J
 		}
 	}
 	job.Env = contractEnv(r.ID, runDir, name, ls.st.Attempts, r.Seed, lr.values, env)
+	resumeEnv(ls, job.Env, v["stage_dir"])
 	// Submit checked that the command expands; an empty Argv fails the
 	// attempt with a clear reason should that ever change.
 	if argv, err := expandArgv(st.Command, v); err == nil {
@@ -617,6 +534,9 @@ func (e *Engine) handle(ctx context.Context, r result) {
 // finish closes the current attempt of a stage and decides what follows:
 // success, a retry after backoff, failure, or cancellation.
 func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit executor.Exit) {
+	if e.shepherdTransition(ctx, lr, ls, shepherdMove{exit: exit}) {
+		return // stopped for a preemption: requeued to resume
+	}
 	e.diagnose(ctx, lr, ls, exit) // why it failed; may prepare a retry (cuda_oom)
 	now := time.Now()
 	st, a := &ls.st, &ls.attempt
@@ -748,6 +668,7 @@ func (e *Engine) complete(ctx context.Context, lr *liveRun) {
 	e.saveRun(ctx, lr)
 	delete(e.runs, lr.run.ID)
 	e.sent.EndRun(lr.run.ID)
+	e.learn(ctx, lr)
 	if state == storage.RunSucceeded && lr.run.Fingerprint != "" {
 		// Compare with earlier runs of the same fingerprint off the loop:
 		// it reads their metrics.
@@ -821,6 +742,7 @@ func (e *Engine) saveRun(ctx context.Context, lr *liveRun) {
 // models memory use (the simulated one) who holds what.
 func (e *Engine) hold(lr *liveRun, ls *liveStage, gpus []executor.GPU) {
 	ls.gpus = gpus
+	e.holdPlacement(lr, ls, gpus)
 	if a, ok := e.opts.GPUs.(gpumon.Assigner); ok {
 		for _, g := range gpus {
 			a.Assign(g.UUID, stageKey(lr, ls), ls.st.GPUMemoryMiB)
@@ -835,5 +757,5 @@ func (e *Engine) letGo(lr *liveRun, ls *liveStage) {
 			a.Release(g.UUID, stageKey(lr, ls))
 		}
 	}
-	ls.gpus = nil
+	ls.gpus, ls.place.held = nil, nil
 }

@@ -25,6 +25,11 @@ type RunSpec struct {
 	// Sweep groups the runs of one launch (a sweep's points): they share
 	// it, from NewSweepID. "" for a run launched alone.
 	Sweep string
+	// Spot and Share allow the shepherd to preempt the run or let it share
+	// a GPU (besides what the template allows: either one says yes).
+	Spot, Share bool
+	// Needs override what the template's stages ask for.
+	Needs Needs
 }
 
 // NewSweepID returns an id for the runs of one sweep, sorting by time like

@@ -82,9 +82,9 @@ func waitStart(created, lastAttemptEnd time.Time, needsEnd ...time.Time) time.Ti
 }
 
 // Queue lists the stages waiting in the queue, with why each waits. It
-// reads storage, so it answers in any process; the shepherd's codes are
-// known only in the process that drives the runs (elsewhere such a stage
-// reads "scheduling").
+// reads storage, so it answers in any process: the shepherd's codes are
+// stored with each stage (a stage not yet through a pass reads
+// "scheduling").
 func (e *Engine) Queue(ctx context.Context) ([]Waiting, error) {
 	runs, err := e.store.ListRuns(ctx, storage.RunFilter{States: []storage.RunState{storage.RunQueued, storage.RunRunning}})
 	if err != nil {
@@ -142,6 +142,8 @@ func (e *Engine) Queue(ctx context.Context) ([]Waiting, error) {
 				w.Code = WaitExecutor
 			case ok && code != "":
 				w.Code = code
+			case s.ReasonCode != "":
+				w.Code = s.ReasonCode // stored with the stage: known in any process
 			default:
 				w.Code = WaitScheduling
 			}

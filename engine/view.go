@@ -44,6 +44,10 @@ type RunInfo struct {
 	Stages          []StageInfo    `json:"stages"`
 	// Sweep is shared by the runs one sweep launched ("" for a single run).
 	Sweep string `json:"sweep,omitempty"`
+	// Spot: the shepherd may preempt the run (it resumes); Share: it may
+	// share a GPU when memory fits.
+	Spot  bool `json:"spot,omitempty"`
+	Share bool `json:"share,omitempty"`
 	// ExecutorNote, set by Submit only, says what the user should know
 	// about where the run goes: that it waits for its image or Docker (and
 	// how to get them), or what a run on the host goes without.
@@ -59,17 +63,24 @@ type RunInfo struct {
 
 // StageInfo is the read model of one stage of a run.
 type StageInfo struct {
-	Name        string        `json:"name"`
-	Needs       []string      `json:"needs"`
-	State       State         `json:"state"`
-	Attempts    int           `json:"attempts"`     // started so far
-	MaxAttempts int           `json:"max_attempts"` // 1 + retries
-	ExitCode    *int          `json:"exit_code"`
-	Reason      string        `json:"reason"`
-	GPUs        int           `json:"gpus"`
-	StartedAt   time.Time     `json:"started_at,omitzero"`
-	FinishedAt  time.Time     `json:"finished_at,omitzero"`
-	History     []AttemptInfo `json:"history"`
+	Name        string   `json:"name"`
+	Needs       []string `json:"needs"`
+	State       State    `json:"state"`
+	Attempts    int      `json:"attempts"`     // started so far
+	MaxAttempts int      `json:"max_attempts"` // 1 + retries
+	ExitCode    *int     `json:"exit_code"`
+	Reason      string   `json:"reason"`
+	// ReasonCode is Reason's code: a shepherd.ReasonCode (cpu, gpu_memory,
+	// ...) or the engine's own (executor, preempted); "" when none.
+	ReasonCode   string        `json:"reason_code,omitempty"`
+	GPUs         int           `json:"gpus"`
+	GPUMemoryMiB int64         `json:"gpu_memory_mib,omitempty"`
+	CPUMilli     int64         `json:"cpu_milli,omitempty"`
+	MemMiB       int64         `json:"mem_mib,omitempty"`
+	Estimate     time.Duration `json:"estimate,omitempty"` // the user's
+	StartedAt    time.Time     `json:"started_at,omitzero"`
+	FinishedAt   time.Time     `json:"finished_at,omitzero"`
+	History      []AttemptInfo `json:"history"`
 	// Failure, for a failed stage, is why its last attempt failed (set by
 	// Engine.Run).
 	Failure *FailureInfo `json:"failure,omitempty"`
@@ -127,11 +138,13 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 		State: State(r.State), Error: r.Error, CancelRequested: r.CancelRequested,
 		Fingerprint: r.Fingerprint, Dir: r.Dir,
 		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Sweep: r.Sweep,
+		Spot: r.Spot, Share: r.Share,
 	}
 	for _, s := range stages {
 		si := StageInfo{
 			Name: s.Name, Needs: s.Needs, State: State(s.State), Attempts: s.Attempts, MaxAttempts: s.Retries + 1,
 			ExitCode: s.ExitCode, Reason: s.Reason, GPUs: s.GPUs, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+			ReasonCode: s.ReasonCode, GPUMemoryMiB: s.GPUMemoryMiB, CPUMilli: s.CPUMilli, MemMiB: s.MemMiB, Estimate: s.Estimate,
 		}
 		for _, a := range attempts {
 			if a.Stage == s.Name {

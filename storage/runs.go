@@ -14,7 +14,7 @@ import (
 
 const runColumns = `id, template, template_version, template_source, template_yaml, params,
 	seed, priority, executor, state, error, cancel_requested, fingerprint, dir, code_dir,
-	created_ns, started_ns, finished_ns, sweep`
+	created_ns, started_ns, finished_ns, sweep, spot, share`
 
 // CreateRun writes a run and all its stages in one transaction: either all
 // of them are stored or none is. A zero CreatedAt is set to now, an empty
@@ -33,10 +33,11 @@ func (db *DB) CreateRun(ctx context.Context, r Run, stages []Stage) error {
 	defer rollback(tx)
 
 	if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Template, r.TemplateVersion, r.TemplateSource, r.TemplateYAML, r.Params,
 		r.Seed, r.Priority, r.Executor, string(r.State), r.Error, boolArg(r.CancelRequested),
 		r.Fingerprint, r.Dir, r.CodeDir, r.CreatedAt.UnixNano(), timeArg(r.StartedAt), timeArg(r.FinishedAt), r.Sweep,
+		boolArg(r.Spot), boolArg(r.Share),
 	); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -44,8 +45,9 @@ func (db *DB) CreateRun(ctx context.Context, r Run, stages []Stage) error {
 	if len(stages) > 0 {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO stages (
 			run_id, name, position, needs, gpus, gpu_memory_mib, retries, timeout_sec,
-			state, attempts, exit_code, reason, next_attempt_ns, started_ns, finished_ns)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			state, attempts, exit_code, reason, next_attempt_ns, started_ns, finished_ns,
+			cpu_milli, mem_mib, estimate_ns, reason_code)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return fmt.Errorf("create run %s: %w", r.ID, err)
 		}
@@ -65,6 +67,7 @@ func (db *DB) CreateRun(ctx context.Context, r Run, stages []Stage) error {
 				r.ID, s.Name, s.Position, needs, s.GPUs, s.GPUMemoryMiB, s.Retries, s.TimeoutSec,
 				string(s.State), s.Attempts, intPtrArg(s.ExitCode), s.Reason,
 				timeArg(s.NextAttemptAt), timeArg(s.StartedAt), timeArg(s.FinishedAt),
+				max(s.CPUMilli, 0), max(s.MemMiB, 0), max(int64(s.Estimate), 0), s.ReasonCode,
 			); err != nil {
 				return fmt.Errorf("create run %s: stage %s: %w", r.ID, s.Name, err)
 			}
@@ -84,17 +87,18 @@ func scanRun(sc rowScanner) (Run, error) {
 	var (
 		r                          Run
 		state                      string
-		cancel                     int64
+		cancel, spot, share        int64
 		created, started, finished sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.Template, &r.TemplateVersion, &r.TemplateSource, &r.TemplateYAML, &r.Params,
 		&r.Seed, &r.Priority, &r.Executor, &state, &r.Error, &cancel, &r.Fingerprint, &r.Dir, &r.CodeDir,
-		&created, &started, &finished, &r.Sweep)
+		&created, &started, &finished, &r.Sweep, &spot, &share)
 	if err != nil {
 		return Run{}, err
 	}
 	r.State = RunState(state)
 	r.CancelRequested = cancel != 0
+	r.Spot, r.Share = spot != 0, share != 0
 	r.CreatedAt, r.StartedAt, r.FinishedAt = timeOf(created), timeOf(started), timeOf(finished)
 	return r, nil
 }
@@ -302,7 +306,8 @@ func mustAffect(res sql.Result, format string, args ...any) error {
 // ---- stages ----
 
 const stageColumns = `run_id, name, position, needs, gpus, gpu_memory_mib, retries, timeout_sec,
-	state, attempts, exit_code, reason, next_attempt_ns, started_ns, finished_ns`
+	state, attempts, exit_code, reason, next_attempt_ns, started_ns, finished_ns,
+	cpu_milli, mem_mib, estimate_ns, reason_code`
 
 // Stages returns the stages of a run ordered by Position (then name).
 func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
@@ -318,15 +323,18 @@ func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
 			needs, state            string
 			exit                    sql.NullInt64
 			next, started, finished sql.NullInt64
+			estimate                int64
 		)
 		if err := rows.Scan(&s.RunID, &s.Name, &s.Position, &needs, &s.GPUs, &s.GPUMemoryMiB, &s.Retries,
-			&s.TimeoutSec, &state, &s.Attempts, &exit, &s.Reason, &next, &started, &finished); err != nil {
+			&s.TimeoutSec, &state, &s.Attempts, &exit, &s.Reason, &next, &started, &finished,
+			&s.CPUMilli, &s.MemMiB, &estimate, &s.ReasonCode); err != nil {
 			return nil, fmt.Errorf("stages of run %s: %w", runID, err)
 		}
 		if s.Needs, err = parseList(needs); err != nil {
 			return nil, fmt.Errorf("stages of run %s: stage %s: needs: %w", runID, s.Name, err)
 		}
 		s.State = StageState(state)
+		s.Estimate = time.Duration(estimate)
 		s.ExitCode = intPtrOf(exit)
 		s.NextAttemptAt, s.StartedAt, s.FinishedAt = timeOf(next), timeOf(started), timeOf(finished)
 		out = append(out, s)
@@ -338,11 +346,11 @@ func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
 }
 
 // UpdateStage writes the mutable fields of a stage: State, Attempts,
-// ExitCode, Reason, NextAttemptAt, StartedAt and FinishedAt.
+// ExitCode, Reason, ReasonCode, NextAttemptAt, StartedAt and FinishedAt.
 func (db *DB) UpdateStage(ctx context.Context, s Stage) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE stages SET state = ?, attempts = ?, exit_code = ?, reason = ?,
+	res, err := db.w.ExecContext(ctx, `UPDATE stages SET state = ?, attempts = ?, exit_code = ?, reason = ?, reason_code = ?,
 		next_attempt_ns = ?, started_ns = ?, finished_ns = ? WHERE run_id = ? AND name = ?`,
-		string(s.State), s.Attempts, intPtrArg(s.ExitCode), s.Reason,
+		string(s.State), s.Attempts, intPtrArg(s.ExitCode), s.Reason, s.ReasonCode,
 		timeArg(s.NextAttemptAt), timeArg(s.StartedAt), timeArg(s.FinishedAt), s.RunID, s.Name)
 	if err != nil {
 		return fmt.Errorf("update stage %s of run %s: %w", s.Name, s.RunID, err)

@@ -60,6 +60,10 @@ const (
 	// AttemptInterrupted: its backend went away mid-attempt (a Docker
 	// daemon restart); it runs again without spending a retry.
 	AttemptInterrupted = "interrupted"
+	// AttemptPreempted: the shepherd stopped it (a spot run) to make room
+	// for other work; the stage runs again, resumed, without spending a
+	// retry.
+	AttemptPreempted = "preempted"
 )
 
 // Run is one experiment: a template snapshot with chosen parameters, run as
@@ -81,6 +85,10 @@ type Run struct {
 	Dir             string // absolute run directory
 	CodeDir         string // the template's folder: ${code} in its commands
 	Sweep           string // shared by the runs one sweep launched; "" for a single run
+	// Spot: the run may be preempted (SIGTERM, requeued, resumed with
+	// NIUMA_RESUME). Share: it may share a GPU with other runs when
+	// memory fits.
+	Spot, Share bool
 
 	// Zero = NULL in the database. CreateRun fills a zero CreatedAt with
 	// the current time.
@@ -94,12 +102,16 @@ type Stage struct {
 	Needs         []string // stored as JSON; empty reads back as nil
 	GPUs          int
 	GPUMemoryMiB  int64
+	CPUMilli      int64         // host CPUs, thousandths; 0 = not asked
+	MemMiB        int64         // host memory; 0 = not asked
+	Estimate      time.Duration // the user's estimate of its run time; 0 = none
 	Retries       int
 	TimeoutSec    int64 // 0 = none
 	State         StageState
 	Attempts      int       // attempts started so far
 	ExitCode      *int      // of the last finished attempt; nil = none
 	Reason        string    // why it waits / failed / was cancelled, plain words
+	ReasonCode    string    // Reason's code (a shepherd.ReasonCode or the engine's own); "" = none
 	NextAttemptAt time.Time // backoff: not before this
 	StartedAt     time.Time
 	FinishedAt    time.Time

@@ -181,10 +181,11 @@ func recentRuns(runs []engine.RunInfo, now time.Time) []engine.RunInfo {
 }
 
 // waitReason is why a run (or its next stage) waits, in the shepherd's
-// words when it gave one.
+// words when it gave one (a reason with a code; waiting for an earlier
+// stage has none).
 func waitReason(r engine.RunInfo, now time.Time) string {
 	for _, s := range r.Stages {
-		if s.State == engine.Queued && s.Reason != "" && !strings.HasPrefix(s.Reason, "waiting for ") {
+		if s.State == engine.Queued && s.Reason != "" && s.ReasonCode != "" {
 			return s.Name + ": " + s.Reason
 		}
 	}

@@ -107,7 +107,11 @@ func TestWaitReason(t *testing.T) {
 	}{
 		{"the shepherd's reason wins over a dependency", engine.RunInfo{State: engine.Queued, Stages: []engine.StageInfo{
 			{Name: "a", State: engine.Queued, Reason: "waiting for b"},
-			{Name: "b", State: engine.Queued, Reason: "no GPU free"}}}, "b: no GPU free"},
+			{Name: "b", State: engine.Queued, Reason: "no GPU free", ReasonCode: "gpu_busy"}}}, "b: no GPU free"},
+		{"a CPU slot is the shepherd's reason too", engine.RunInfo{State: engine.Queued, Stages: []engine.StageInfo{
+			{Name: "a", State: engine.Queued, Reason: "waiting for b"},
+			{Name: "b", State: engine.Queued, Reason: "waiting for a CPU: 2 of 2 in use; first in line", ReasonCode: "cpu"}}},
+			"b: waiting for a CPU: 2 of 2 in use; first in line"},
 		{"no reason yet", engine.RunInfo{State: engine.Queued, CreatedAt: now.Add(-3 * time.Second),
 			Stages: []engine.StageInfo{{Name: "a", State: engine.Queued}}}, "queued 3s ago"},
 		{"a running run with nothing waiting", engine.RunInfo{State: engine.Running,

@@ -56,6 +56,12 @@
 // value of that parameter: Stage.GPUsParam / GPUMemoryParam name it,
 // Stage.GPUs / GPUMemoryMiB hold its default, and NeedsOf gives a run's.
 //
+// A stage may also say what it asks of the host (cpus: 2, memory: 8GiB)
+// and how long it is expected to run (estimate: 40m): the shepherd places
+// by them. A template's spot: true lets its runs be preempted (stopped,
+// requeued, resumed with NIUMA_RESUME) and share: true lets them share a
+// GPU when memory fits; a launch may set both for its runs.
+//
 // Parameter values travel as Values: float64, int64, bool or string per
 // parameter. Resolve reads CLI-style strings (--set lr=0.1), Validate
 // checks typed values from a UI, Normalize fills in defaults and converts

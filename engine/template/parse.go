@@ -23,11 +23,11 @@ import (
 // The fields each part of a template may have; anything else is reported
 // as an unknown field (a typo such as "need:" must not be silently ignored).
 var (
-	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages", "sentinel"}
+	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages", "sentinel", "spot", "share"}
 	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add", "pids_limit", "fallback", "partition", "account", "qos"}
 	objectiveFields = []string{"metric", "goal"}
 	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help", "when"}
-	stageFields     = []string{"name", "command", "needs", "gpus", "gpu_memory", "retries", "timeout", "env", "metrics", "tensorboard", "csv"}
+	stageFields     = []string{"name", "command", "needs", "gpus", "gpu_memory", "retries", "timeout", "env", "metrics", "tensorboard", "csv", "cpus", "memory", "estimate"}
 	ruleFields      = []string{"preset", "pattern", "step", "stream"}
 )
 
@@ -250,6 +250,7 @@ func (p *parser) template(data []byte) *Template {
 	t.Version = p.str(f, "version", "")
 	t.Runtime = p.runtime(f)
 	t.Objective = p.objective(f)
+	p.runFlags(t, f)
 
 	declared := map[string]bool{}
 	if n := f.get("params"); n != nil {
@@ -961,6 +962,7 @@ func (p *parser) stage(i int, raw *yaml.Node, refs *refChecker) (Stage, []needRe
 			st.Timeout = d
 		}
 	}
+	p.stageResources(&st, f, pre)
 	p.env(&st, f, pre, refs)
 	p.metricRules(&st, f, pre)
 	st.TensorBoard = p.globs(f, "tensorboard", pre)

@@ -73,9 +73,16 @@ type Stage struct {
 	// then hold their defaults. NeedsOf gives a run's values.
 	GPUsParam      string
 	GPUMemoryParam string
-	Retries        int
-	Timeout        time.Duration // 0 = none
-	Env            map[string]string
+	// CPUMilli and MemMiB are what it asks of the host (cpus: 2, memory:
+	// 8GiB): CPUs in thousandths, 0 = the engine's default of one CPU;
+	// memory 0 = not asked. Estimate is how long it is expected to run
+	// (estimate: 40m), 0 = none: the predictor's estimate, else unknown.
+	CPUMilli int64
+	MemMiB   int64
+	Estimate time.Duration
+	Retries  int
+	Timeout  time.Duration // 0 = none
+	Env      map[string]string
 	// Metrics are text rules for the stage's output (presets and patterns;
 	// JSON lines need none). TensorBoard and CSV are globs, relative to the
 	// run directory, of event files and CSV logs to read besides the usual
@@ -142,6 +149,11 @@ type Template struct {
 	// Sentinel says what to do about each kind of anomaly (flag when
 	// absent): stop the run, or retry the attempt with changed parameters.
 	Sentinel sentinel.Policy
+	// Spot says its runs may be preempted: stopped with SIGTERM for
+	// higher-priority work, requeued and resumed (NIUMA_RESUME set, the
+	// stage directory kept). Share says they may share a GPU with other
+	// runs when memory fits. A launch may set either for its runs.
+	Spot, Share bool
 
 	Source string // file path or "bundled:NAME", used in error messages
 	Dir    string // directory the template came from ("" for in-memory); ${code} expands to it

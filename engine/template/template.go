@@ -142,6 +142,9 @@ type Template struct {
 	// Sentinel says what to do about each kind of anomaly (flag when
 	// absent): stop the run, or retry the attempt with changed parameters.
 	Sentinel sentinel.Policy
+	// Tune says which parameters a study searches and how it stops losing
+	// trials (the tune: section).
+	Tune Tune
 
 	Source string // file path or "bundled:NAME", used in error messages
 	Dir    string // directory the template came from ("" for in-memory); ${code} expands to it

@@ -80,7 +80,7 @@ func Create(ctx context.Context, db *storage.DB, spec Spec) (storage.Study, erro
 	if err := t.Validate(spec.Values); err != nil {
 		return storage.Study{}, err
 	}
-	space, err := json.Marshal(spec.Space)
+	space, err := json.Marshal(storable(spec.Space))
 	if err != nil {
 		return storage.Study{}, fmt.Errorf("encode the space: %w", err)
 	}
@@ -105,6 +105,19 @@ func Create(ctx context.Context, db *storage.DB, spec Spec) (storage.Study, erro
 		return storage.Study{}, err
 	}
 	return s, nil
+}
+
+// storable is the space with the unused bounds of choices and bools
+// zeroed: they are infinite, which JSON cannot carry.
+func storable(s tuner.Space) tuner.Space {
+	out := tuner.Space{Params: make([]tuner.Param, len(s.Params))}
+	for i, p := range s.Params {
+		if p.Kind != tuner.Float && p.Kind != tuner.Int {
+			p.Min, p.Max = 0, 0
+		}
+		out.Params[i] = p
+	}
+	return out
 }
 
 // Loaded is a stored study with what driving it needs decoded.

@@ -21,6 +21,7 @@ import (
 	"niuma/engine/template"
 	"niuma/gpumon"
 	"niuma/printable"
+	"niuma/report"
 	"niuma/storage"
 	"niuma/tuner"
 )
@@ -676,4 +677,51 @@ func formatParam(x any) string {
 		return strconv.FormatFloat(f, 'g', 3, 64)
 	}
 	return tuner.FormatValue(x)
+}
+
+// reportStudy fills a report's study section from the archive and returns
+// the runs of its trials (at most report.MaxRuns: the first ones).
+func reportStudy(ctx context.Context, db *storage.DB, id string) (*report.Study, []string, error) {
+	res, err := study.Status(ctx, db, id)
+	if err != nil {
+		return nil, nil, exitError{code: 1, msg: oneLine(err)}
+	}
+	st := res.Study
+	var space tuner.Space
+	if err := json.Unmarshal([]byte(st.Space), &space); err != nil {
+		return nil, nil, fmt.Errorf("study %s: its stored space: %w", st.ID, err)
+	}
+	out := &report.Study{ID: st.ID, Template: st.TemplateName, Objective: report.Objective{Metric: st.Objective, Goal: st.Goal},
+		State: string(st.State), Budget: st.Budget, Parallel: st.Parallel, Pruner: st.Pruner, Log: map[string]bool{}}
+	for _, p := range space.Params {
+		out.Searched = append(out.Searched, p.Name)
+		out.Log[p.Name] = p.Log
+	}
+	var ids []string
+	for _, tr := range res.Trials {
+		var vals map[string]any
+		_ = json.Unmarshal([]byte(tr.Params), &vals)
+		t := report.Trial{Number: tr.Number, RunID: tr.RunID, State: string(tr.State), Method: tr.Method, Objective: tr.Objective}
+		for _, name := range out.Searched {
+			if v, ok := vals[name]; ok {
+				t.Params = append(t.Params, report.Param{Name: name, Value: v})
+			}
+		}
+		if p, err := db.RunPrune(ctx, tr.RunID); err == nil && tr.RunID != "" {
+			t.Why = p.Evidence
+		} else if tr.Prediction != "" {
+			var p tuner.Prediction
+			if json.Unmarshal([]byte(tr.Prediction), &p) == nil {
+				t.Why = fmt.Sprintf("expected %s ± %s", objNum(p.Mean), strconv.FormatFloat(p.Std, 'g', 2, 64))
+			}
+		}
+		out.Trials = append(out.Trials, t)
+		if tr.RunID != "" && len(ids) < report.MaxRuns {
+			ids = append(ids, tr.RunID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil, exitError{code: 1, msg: fmt.Sprintf("study %s has no runs yet to report on", st.ID)}
+	}
+	return out, ids, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,6 +118,21 @@ func TestTuneStudyRunsPrunesAndReports(t *testing.T) {
 	code, _, errOut = niuma(t, "tune", "--resume", id, "--wait")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "has finished")
+
+	// The study's report: its section first, the pruning evidence in it,
+	// then its eight runs compared.
+	path := filepath.Join(t.TempDir(), "study.html")
+	code, out, errOut = niuma(t, "report", "--study", id, "-o", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "8 runs")
+	html, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(html), "Study "+id+": ramp")
+	assert.Contains(t, string(html), "median of ")
+	assert.Contains(t, string(html), "best score so far")
+	code, _, errOut = niuma(t, "report", "--study", id, s.Trials[0].Run)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "takes no RUN")
 }
 
 func TestTuneStudyRefusesBadInput(t *testing.T) {

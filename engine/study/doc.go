@@ -11,7 +11,10 @@
 // the run after, so a driver killed at any point and started again finds
 // where the study stood and never runs a trial twice. The suggestions are
 // seeded by the study's seed and the trials so far, so a restarted study
-// suggests what the first driver would have.
+// suggests what the first driver would have. The tuner also learns from
+// the archive: earlier succeeded runs of the same template text whose
+// other parameters have the study's values count as finished trials that
+// spend none of the budget.
 //
 // The package holds the study's I/O (engine and storage); the decisions
 // themselves are the tuner's (tuner.Suggest, tuner.Pruner). It never

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,6 +31,8 @@ type Driver struct {
 	stageOf map[string]string      // run ID → the stage that reports the objective
 	ended   map[string]tuner.Curve // curves of trials whose runs have ended (they no longer change)
 	asked   map[string]bool        // runs the driver asked to prune (or found pruned)
+	warm    []tuner.Trial          // earlier runs the tuner learns from (see warmStart)
+	warmed  bool
 }
 
 func (d *Driver) say(format string, args ...any) {
@@ -285,7 +288,11 @@ func (d *Driver) launch(ctx context.Context, l Loaded, trials []storage.Trial, n
 		if err != nil {
 			return err
 		}
-		tt = append(tt, pendingOf(sugg)...)
+		warm, err := d.warmStart(ctx, l)
+		if err != nil {
+			return err
+		}
+		tt = append(append(warm, tt...), pendingOf(sugg)...)
 		cfg := tuner.Config{Space: l.Space, Goal: tuner.Goal(l.Goal), Fixed: d.fixedOf(l), Seed: uint64(l.Seed)}
 		more, err := tuner.Suggest(cfg, tt, n)
 		if err != nil {
@@ -401,6 +408,62 @@ func (d *Driver) tunerTrials(l Loaded, trials []storage.Trial) ([]tuner.Trial, e
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// warmStart is what the archive already knows: the succeeded runs of the
+// study's template (the same template text) from outside the study whose
+// other parameters have the study's values. The tuner learns from them as
+// finished trials; they spend none of the budget. Read once per driver:
+// finished runs do not change.
+func (d *Driver) warmStart(ctx context.Context, l Loaded) ([]tuner.Trial, error) {
+	if d.warmed {
+		return slices.Clone(d.warm), nil
+	}
+	runs, err := d.Store.ListRuns(ctx, storage.RunFilter{States: []storage.RunState{storage.RunSucceeded}})
+	if err != nil {
+		return nil, err
+	}
+	fixed := d.fixedOf(l)
+	for _, r := range runs {
+		if r.Sweep == l.ID || r.Template != l.TemplateName || r.TemplateYAML != l.TemplateYAML {
+			continue
+		}
+		v, err := template.ValuesFromJSON(l.Template, []byte(r.Params))
+		if err != nil {
+			continue // values the template no longer takes
+		}
+		same := true
+		for name, x := range fixed {
+			if tuner.FormatValue(v[name]) != tuner.FormatValue(x) {
+				same = false
+				break
+			}
+		}
+		if !same {
+			continue
+		}
+		info, err := d.Engine.Run(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		c, err := d.curve(ctx, l, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		_, obj, err := d.outcome(ctx, l, info, c)
+		if err != nil {
+			return nil, err
+		}
+		if math.IsNaN(obj) {
+			continue
+		}
+		d.warm = append(d.warm, tuner.Trial{ID: r.ID, Values: d.searched(l, v), State: tuner.Done, Objective: obj})
+	}
+	d.warmed = true
+	if len(d.warm) > 0 {
+		d.say("the tuner learns from %d earlier runs of %s with the same other values", len(d.warm), l.TemplateName)
+	}
+	return slices.Clone(d.warm), nil
 }
 
 // searched keeps the values of the searched parameters.

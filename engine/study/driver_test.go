@@ -211,3 +211,40 @@ func TestCreateRefusesWhatCannotBeSearched(t *testing.T) {
 	_, err = Load(ctx, db, s.ID, changed)
 	require.ErrorContains(t, err, "has changed since the study began")
 }
+
+// The tuner learns from earlier succeeded runs of the same template with
+// the study's other values; runs with other fixed values, and the
+// study's own, are not counted twice.
+func TestWarmStartFromTheArchive(t *testing.T) {
+	e, db := newEngine(t)
+	ctx := context.Background()
+	l := rampStudy(t, db, 2, 1)
+	submit := func(x float64, steps int64, sweep string) string {
+		v := l.Template.Defaults()
+		v["x"], v["steps"] = x, steps
+		info, err := e.Submit(ctx, engine.RunSpec{Template: l.Template, Values: v, Sweep: sweep})
+		require.NoError(t, err)
+		return info.ID
+	}
+	same := []string{submit(0.9, 12, ""), submit(0.3, 12, "")}
+	submit(0.8, 3, "") // other steps: another experiment
+	for _, id := range append(same, submit(0.7, 12, l.ID)) {
+		require.Eventually(t, func() bool { r, _ := e.Run(ctx, id); return r.State.Done() }, time.Minute, 20*time.Millisecond)
+	}
+	var said []string
+	d := &Driver{Engine: e, Store: db, Say: func(s string) { said = append(said, s) }}
+	d.stageOf, d.ended, d.asked = map[string]string{}, map[string]tuner.Curve{}, map[string]bool{}
+	warm, err := d.warmStart(ctx, l)
+	require.NoError(t, err)
+	require.Len(t, warm, 2)
+	got := map[string]float64{}
+	for _, w := range warm {
+		require.Equal(t, tuner.Done, w.State)
+		got[w.ID] = w.Objective
+		require.Len(t, w.Values, 1, "only the searched values")
+	}
+	// score at the last step is x · 12/12
+	require.InDelta(t, 0.9, got[same[0]], 1e-6)
+	require.InDelta(t, 0.3, got[same[1]], 1e-6)
+	require.Contains(t, said, "the tuner learns from 2 earlier runs of ramp with the same other values")
+}

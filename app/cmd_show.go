@@ -145,6 +145,9 @@ type showJSON struct {
 	Metrics   []metricJSON         `json:"metrics"`
 	Anomalies []engine.AnomalyInfo `json:"anomalies"`
 	GPUs      []engine.GPUUsage    `json:"gpus"`
+	// Pruned is why a study's pruner stopped the run early (absent when
+	// it did not).
+	Pruned *prunedJSON `json:"pruned,omitempty"`
 }
 
 type metricJSON struct {
@@ -206,6 +209,10 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	pruned, err := prunedOf(ctx, s.store, r.ID)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		if ms == nil {
 			ms = []metricJSON{}
@@ -213,7 +220,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		if gpus == nil {
 			gpus = []engine.GPUUsage{}
 		}
-		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus})
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, Pruned: pruned})
 	}
 	now := time.Now()
 	p := printable.String // what the run's template and workload wrote
@@ -224,6 +231,9 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, " — %s", p(r.Error))
 	}
 	fmt.Fprintln(c.out)
+	if pruned != nil {
+		fmt.Fprintf(c.out, "pruned    by study %s (trial %d): %s\n", pruned.Study, pruned.Trial, p(pruned.Evidence))
+	}
 	writeFailures(c.out, r)
 	if r.MetricsWaiting != "" {
 		fmt.Fprintf(c.out, "metrics   %s\n", p(r.MetricsWaiting))

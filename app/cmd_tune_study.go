@@ -725,3 +725,27 @@ func reportStudy(ctx context.Context, db *storage.DB, id string) (*report.Study,
 	}
 	return out, ids, nil
 }
+
+// prunedJSON is why a study stopped a run early, as `niuma show` gives it.
+type prunedJSON struct {
+	Study    string `json:"study"`
+	Trial    int    `json:"trial"`
+	Reason   string `json:"reason"`
+	Evidence string `json:"evidence"`
+}
+
+// prunedOf says whether a study's pruner stopped the run (nil when not).
+func prunedOf(ctx context.Context, db *storage.DB, runID string) (*prunedJSON, error) {
+	p, err := db.RunPrune(ctx, runID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &prunedJSON{Reason: p.Reason, Evidence: p.Evidence}
+	if tr, err := db.TrialOfRun(ctx, runID); err == nil {
+		out.Study, out.Trial = tr.StudyID, tr.Number
+	}
+	return out, nil
+}

@@ -277,6 +277,29 @@ func (db *DB) Trials(ctx context.Context, studyID string) ([]Trial, error) {
 	return out, rows.Err()
 }
 
+// TrialOfRun returns the trial a run is; ErrNotFound when it is none.
+func (db *DB) TrialOfRun(ctx context.Context, runID string) (Trial, error) {
+	var studyID string
+	var number int
+	err := db.r.QueryRowContext(ctx, `SELECT study_id, number FROM study_trials WHERE run_id = ?`, runID).Scan(&studyID, &number)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Trial{}, fmt.Errorf("trial of run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return Trial{}, fmt.Errorf("trial of run %s: %w", runID, err)
+	}
+	ts, err := db.Trials(ctx, studyID)
+	if err != nil {
+		return Trial{}, err
+	}
+	for _, t := range ts {
+		if t.Number == number {
+			return t, nil
+		}
+	}
+	return Trial{}, fmt.Errorf("trial of run %s: %w", runID, ErrNotFound)
+}
+
 // PruneRun stores why a run is stopped early and asks for it to be
 // cancelled, in one transaction: a run is never pruned without its
 // evidence, nor its evidence stored for a run left running. Pruning a run

@@ -66,6 +66,11 @@ func TestTrialsAreNumberedOnce(t *testing.T) {
 	require.Equal(t, TrialSubmitting, ts[1].State)
 	require.True(t, math.IsNaN(ts[1].Objective))
 	require.Equal(t, "", ts[1].RunID)
+	got, err := db.TrialOfRun(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, 0, got.Number)
+	_, err = db.TrialOfRun(ctx, "nope")
+	require.ErrorIs(t, err, ErrNotFound)
 }
 
 func TestPruneRunStoresEvidenceAndCancels(t *testing.T) {

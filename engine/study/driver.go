@@ -126,7 +126,11 @@ func (d *Driver) Pass(ctx context.Context, l Loaded) (done bool, err error) {
 		}
 		tr.State, tr.Objective = state, obj
 		d.ended[tr.RunID] = c
-		d.say("trial %d %s (run %s): %s %s", tr.Number, state, tr.RunID, l.Objective, num(obj))
+		if state == storage.TrialPruned {
+			d.say("trial %d stopped (run %s): best %s %s before it was pruned", tr.Number, tr.RunID, l.Objective, num(obj))
+		} else {
+			d.say("trial %d %s (run %s): %s %s", tr.Number, state, tr.RunID, l.Objective, num(obj))
+		}
 	}
 	if err := d.prune(ctx, l, trials, curves); err != nil {
 		return false, err
@@ -238,9 +242,13 @@ func (d *Driver) prune(ctx context.Context, l Loaded, trials []storage.Trial, cu
 		return nil
 	}
 	p := tuner.Pruner{Rule: rule, Goal: tuner.Goal(l.Goal), Metric: l.Objective, Warmup: l.Warmup}
+	full := fullLength(trials, curves)
 	for i, tr := range trials {
 		if tr.State != storage.TrialRunning || d.asked[tr.RunID] || len(curves[i].Steps) == 0 {
 			continue
+		}
+		if full > 0 && curves[i].Steps[len(curves[i].Steps)-1] >= full {
+			continue // it has reported as far as a finished trial did: stopping it saves nothing
 		}
 		if _, err := d.Store.RunPrune(ctx, tr.RunID); err == nil {
 			d.asked[tr.RunID] = true // decided before a restart
@@ -271,6 +279,18 @@ func (d *Driver) prune(ctx context.Context, l Loaded, trials []storage.Trial, cu
 		d.say("trial %d pruned (run %s): %s", tr.Number, tr.RunID, pr.Evidence)
 	}
 	return nil
+}
+
+// fullLength is the last step a trial that ran to its end reported (the
+// longest such), 0 before any did.
+func fullLength(trials []storage.Trial, curves []tuner.Curve) int64 {
+	var full int64
+	for i, tr := range trials {
+		if n := len(curves[i].Steps); tr.State == storage.TrialDone && n > 0 {
+			full = max(full, curves[i].Steps[n-1])
+		}
+	}
+	return full
 }
 
 // launch asks the tuner for n more trials and submits them. The first

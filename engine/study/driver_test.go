@@ -248,3 +248,16 @@ func TestWarmStartFromTheArchive(t *testing.T) {
 	require.InDelta(t, 0.3, got[same[1]], 1e-6)
 	require.Contains(t, said, "the tuner learns from 2 earlier runs of ramp with the same other values")
 }
+
+// A trial that has reported as far as a finished one is not pruned: it
+// has done its work.
+func TestFullLength(t *testing.T) {
+	trials := []storage.Trial{{State: storage.TrialDone}, {State: storage.TrialPruned}, {State: storage.TrialRunning}}
+	curves := []tuner.Curve{
+		{Steps: []int64{1, 2, 30}},
+		{Steps: []int64{1, 2, 3, 40}}, // pruned trials do not count, however far they got
+		{Steps: []int64{1, 2, 50}},    // nor running ones
+	}
+	require.Equal(t, int64(30), fullLength(trials, curves))
+	require.Equal(t, int64(0), fullLength(trials[1:], curves[1:]))
+}

@@ -75,12 +75,26 @@ func (d *Driver) Pass(ctx context.Context, l Loaded) (done bool, err error) {
 	if d.stageOf == nil {
 		d.stageOf, d.ended, d.asked = map[string]string{}, map[string]tuner.Curve{}, map[string]bool{}
 	}
+	st, err := d.Store.GetStudy(ctx, l.ID)
+	if err != nil {
+		return false, err
+	}
+	// A stopped study launches nothing more: its driver only records how
+	// the trials still running end.
+	stopped := st.State == storage.StudyStopped
 	trials, err := d.Store.Trials(ctx, l.ID)
 	if err != nil {
 		return false, err
 	}
 	for i := range trials {
-		if trials[i].State == storage.TrialSubmitting {
+		switch {
+		case trials[i].State != storage.TrialSubmitting:
+		case stopped:
+			if err := d.Store.EndTrial(ctx, l.ID, trials[i].Number, storage.TrialCancelled, math.NaN()); err != nil {
+				return false, err
+			}
+			trials[i].State = storage.TrialCancelled
+		default:
 			if err := d.submit(ctx, l, &trials[i]); err != nil {
 				return false, err
 			}
@@ -132,9 +146,6 @@ func (d *Driver) Pass(ctx context.Context, l Loaded) (done bool, err error) {
 			d.say("trial %d %s (run %s): %s %s", tr.Number, state, tr.RunID, l.Objective, num(obj))
 		}
 	}
-	if err := d.prune(ctx, l, trials, curves); err != nil {
-		return false, err
-	}
 	active, ended := 0, 0
 	for _, tr := range trials {
 		if tr.State.Done() {
@@ -142,6 +153,12 @@ func (d *Driver) Pass(ctx context.Context, l Loaded) (done bool, err error) {
 		} else {
 			active++
 		}
+	}
+	if stopped {
+		return active == 0, nil
+	}
+	if err := d.prune(ctx, l, trials, curves); err != nil {
+		return false, err
 	}
 	if n := min(l.Parallel-active, l.Budget-len(trials)); n > 0 {
 		if err := d.launch(ctx, l, trials, n); err != nil {
@@ -162,9 +179,20 @@ func (d *Driver) Pass(ctx context.Context, l Loaded) (done bool, err error) {
 // first stage (in the template's order) that reports it.
 func (d *Driver) curve(ctx context.Context, l Loaded, runID string) (tuner.Curve, error) {
 	c := tuner.Curve{ID: runID}
-	stages := l.Template.Order()
-	if s, ok := d.stageOf[runID]; ok {
+	var stages []string
+	switch s, ok := d.stageOf[runID]; {
+	case ok:
 		stages = []string{s}
+	case l.Template != nil:
+		stages = l.Template.Order()
+	default: // a study followed without its template (stopping it): the run's own stages
+		info, err := d.Engine.Run(ctx, runID)
+		if err != nil {
+			return c, err
+		}
+		for _, st := range info.Stages {
+			stages = append(stages, st.Name)
+		}
 	}
 	for _, s := range stages {
 		pts, err := d.Engine.Series(ctx, runID, s, l.Objective)

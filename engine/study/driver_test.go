@@ -261,3 +261,37 @@ func TestFullLength(t *testing.T) {
 	require.Equal(t, int64(30), fullLength(trials, curves))
 	require.Equal(t, int64(0), fullLength(trials[1:], curves[1:]))
 }
+
+// A stopped study launches no more trials; its running trials' runs are
+// cancelled and recorded as such, and the driver ends.
+func TestStopEndsAStudy(t *testing.T) {
+	e, db := newEngine(t)
+	l := rampStudy(t, db, 8, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := &Driver{Engine: e, Store: db, Poll: 50 * time.Millisecond}
+	for {
+		_, err := d.Pass(ctx, l)
+		require.NoError(t, err)
+		ts, _ := db.Trials(ctx, l.ID)
+		if len(ts) == 2 {
+			break
+		}
+	}
+	st, err := Stop(ctx, db, e, l.ID)
+	require.NoError(t, err)
+	require.Equal(t, storage.StudyStopped, st.State)
+	_, err = Stop(ctx, db, e, l.ID)
+	require.ErrorContains(t, err, "has already stopped")
+
+	// Followed without its template, as `niuma tune --stop` does when no
+	// driver is left.
+	res, err := (&Driver{Engine: e, Store: db, Poll: 50 * time.Millisecond}).Drive(ctx, Loaded{Study: st})
+	require.NoError(t, err)
+	require.Equal(t, storage.StudyStopped, res.Study.State)
+	require.Len(t, res.Trials, 2, "no trial launched after the stop")
+	for _, tr := range res.Trials {
+		require.True(t, tr.State.Done(), "trial %d %s", tr.Number, tr.State)
+	}
+	require.Equal(t, 2, res.Counts()[storage.TrialCancelled]+res.Counts()[storage.TrialDone])
+}

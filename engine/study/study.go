@@ -209,3 +209,46 @@ func Status(ctx context.Context, db *storage.DB, id string) (Result, error) {
 	}
 	return Result{Study: s, Trials: ts, Best: best(ts, s.Goal)}, nil
 }
+
+// Canceller stops runs; *engine.Engine is one.
+type Canceller interface {
+	Cancel(ctx context.Context, idOrPrefix string) error
+}
+
+// Stop marks a running study stopped and cancels every run launched for
+// it that has not ended (a trial stored but not yet linked to its run
+// included). A driver then launches nothing more and records how the
+// trials still running end; a stopped study cannot be resumed.
+func Stop(ctx context.Context, db *storage.DB, eng Canceller, id string) (storage.Study, error) {
+	s, err := db.GetStudy(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Study{}, fmt.Errorf("no study %q: `niuma tune --status` lists the studies", id)
+	}
+	if err != nil {
+		return storage.Study{}, err
+	}
+	if s.State != storage.StudyRunning {
+		return storage.Study{}, fmt.Errorf("study %s has already %s", s.ID, s.State)
+	}
+	if err := db.SetStudyState(ctx, s.ID, storage.StudyStopped, "stopped by the user"); err != nil {
+		return storage.Study{}, err
+	}
+	ids, _, err := db.SweepRuns(ctx, s.ID)
+	if err != nil {
+		return storage.Study{}, err
+	}
+	for _, rid := range ids {
+		r, err := db.GetRun(ctx, rid)
+		if err != nil {
+			return storage.Study{}, err
+		}
+		if r.State.Done() {
+			continue
+		}
+		if err := eng.Cancel(ctx, rid); err != nil {
+			return storage.Study{}, fmt.Errorf("stop study %s: %w", s.ID, err)
+		}
+	}
+	s.State = storage.StudyStopped
+	return s, nil
+}

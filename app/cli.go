@@ -156,6 +156,7 @@ Usage:
                                 a study: search the parameters for the best objective; losing trials are pruned
   niuma tune --status [STUDY] [--json]   the studies, or one study's trials, pruning evidence and next suggestion
   niuma tune --resume STUDY [--wait]     carry on a study whose niuma was stopped or killed
+  niuma tune --stop STUDY                no more trials; the running ones are cancelled
   niuma tune --table FILE [--budget N] [--reps R] [--noisy] [--sampler bayes|random] [--json]
                                 the tuner on a tabular benchmark: median regret after each trial
   niuma tune --curves FILE [--pruner median|asha|none] [--trials N] [--reps R] [--json]

@@ -46,6 +46,7 @@ func (c *cli) tune(ctx context.Context, args []string) error {
 	fs.StringVar(&sf.executor, "executor", "", "a study's runs: local, docker or slurm (default: the template's runtime)")
 	fs.BoolVar(&sf.wait, "wait", false, "drive the study from this process until it ends (default: in the background)")
 	fs.StringVar(&sf.resume, "resume", "", "carry on a stored study (after its driver stopped or was killed)")
+	stop := fs.String("stop", "", "stop a study: no more trials, its running ones cancelled")
 	status := fs.Bool("status", false, "list the studies, or with a STUDY, its trials, best so far and the next suggestion")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -75,6 +76,11 @@ func (c *cli) tune(ctx context.Context, args []string) error {
 			id = pos[0]
 		}
 		return c.tuneStatus(ctx, id, *asJSON)
+	case *stop != "":
+		if len(pos) > 0 {
+			return exitError{code: 2, msg: "tune --stop STUDY takes no TEMPLATE"}
+		}
+		return c.tuneStop(ctx, *stop)
 	case sf.resume != "":
 		if len(pos) > 0 {
 			return exitError{code: 2, msg: "tune --resume STUDY takes no TEMPLATE: the study knows its own"}

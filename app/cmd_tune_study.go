@@ -749,3 +749,46 @@ func prunedOf(ctx context.Context, db *storage.DB, runID string) (*prunedJSON, e
 	}
 	return out, nil
 }
+
+// tuneStop is `niuma tune --stop STUDY`: no more trials, the running ones
+// cancelled. When no other niuma drives the study, this one records how
+// the cancelled trials end before it returns.
+func (c *cli) tuneStop(ctx context.Context, id string) error {
+	if err := tooLong("study", maxNameArg, id); err != nil {
+		return err
+	}
+	s, err := open(c.err)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	st, err := study.Stop(ctx, s.store, s.engine, id)
+	if err != nil {
+		return exitError{code: 1, msg: oneLine(err)}
+	}
+	fmt.Fprintf(c.out, "stopping study %s: no more trials; its running trials are cancelled\n", st.ID)
+	unlock, err := lockStudy(s.home, st.ID)
+	if err != nil {
+		fmt.Fprintf(c.out, "the niuma driving it records how they end; `niuma tune --status %s` shows them\n", st.ID)
+		return nil
+	}
+	defer unlock()
+	ectx, stopEngine := context.WithCancel(context.Background())
+	defer stopEngine()
+	engineDone := s.drive(ectx)
+	d := &study.Driver{Engine: s.engine, Store: s.store, Say: func(line string) {
+		fmt.Fprintf(c.out, "%s %s\n", time.Now().Format("15:04:05"), printable.String(line))
+	}}
+	start := time.Now()
+	res, derr := d.Drive(ctx, study.Loaded{Study: st})
+	stopEngine()
+	<-engineDone
+	if err := s.handOver(c); err != nil {
+		say(c.err, err.Error())
+	}
+	if derr != nil {
+		return derr
+	}
+	summarise(c.out, res, time.Since(start))
+	return nil
+}

@@ -138,6 +138,44 @@ func TestTuneStudyRunsPrunesAndReports(t *testing.T) {
 	assert.Contains(t, errOut, "takes no RUN")
 }
 
+// Without --wait the study goes on in the background; --stop ends it:
+// no more trials, the running ones cancelled and recorded.
+func TestTuneStudyInTheBackgroundAndStop(t *testing.T) {
+	bin := buildNiuma(t)
+	home := tempHome(t)
+	tmpl := writeTemplate(t, strings.Replace(rampTemplate, "default: 10, min: 1, max: 100", "default: 200, min: 1, max: 1000", 1))
+	env := append(os.Environ(), "NIUMA_HOME="+home, "NIUMA_BACKGROUND_ENGINE=off")
+	cmd := exec.Command(bin, "tune", tmpl, "--budget", "6", "--parallel", "2")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	id := studyID(t, string(out))
+	assert.Contains(t, string(out), "driving it in the background (pid ")
+	require.Eventually(t, func() bool {
+		s := studyStatus(t, id)
+		return len(s.Trials) == 2 && s.Trials[1].Run != ""
+	}, time.Minute, 50*time.Millisecond)
+	stop := exec.Command(bin, "tune", "--stop", id)
+	stop.Env = env
+	out, err = stop.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "stopping study "+id)
+	require.Eventually(t, func() bool {
+		s := studyStatus(t, id)
+		for _, tr := range s.Trials {
+			if tr.State != "cancelled" && tr.State != "done" {
+				return false
+			}
+		}
+		return s.State == "stopped"
+	}, time.Minute, 50*time.Millisecond)
+	s := studyStatus(t, id)
+	require.Len(t, s.Trials, 2, "nothing launched after the stop")
+	code, _, errOut := niuma(t, "tune", "--resume", id, "--wait")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "has stopped")
+}
+
 func TestTuneStudyRefusesBadInput(t *testing.T) {
 	tempHome(t)
 	tmpl := writeTemplate(t, rampTemplate)

@@ -448,14 +448,52 @@ type studyJSON struct {
 }
 
 type trialJSON struct {
-	Number    int               `json:"number"`
-	Run       string            `json:"run"`
-	State     string            `json:"state"`
-	Method    string            `json:"method"`
-	Params    json.RawMessage   `json:"params"`
-	Objective *float64          `json:"objective,omitempty"`
-	Pruned    *storage.Prune    `json:"pruned,omitempty"`
-	Predicted *tuner.Prediction `json:"predicted,omitempty"`
+	Number    int             `json:"number"`
+	Run       string          `json:"run"`
+	State     string          `json:"state"`
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params"`
+	Objective *float64        `json:"objective,omitempty"`
+	Pruned    *pruneJSON      `json:"pruned,omitempty"`
+	Predicted *predictionJSON `json:"predicted,omitempty"`
+}
+
+// pruneJSON is a stored pruning decision.
+type pruneJSON struct {
+	Reason    string             `json:"reason"` // a code: below_median, below_rung
+	Metric    string             `json:"metric"`
+	Step      int64              `json:"step"`
+	Value     *float64           `json:"value"`
+	Reference *float64           `json:"reference"`
+	Trials    int                `json:"trials"`
+	Rung      int                `json:"rung,omitempty"`
+	RungStep  int64              `json:"rung_step,omitempty"`
+	Compared  []storage.Compared `json:"compared"`
+	Evidence  string             `json:"evidence"`
+	DecidedAt time.Time          `json:"decided_at"`
+}
+
+// predictionJSON is what the model expected of a trial when it was
+// suggested.
+type predictionJSON struct {
+	Mean    float64      `json:"mean"`
+	Std     float64      `json:"std"`
+	Chance  float64      `json:"chance_of_improving"`
+	Trials  int          `json:"trials"`
+	Drivers []driverJSON `json:"drivers"`
+}
+
+type driverJSON struct {
+	Run       string  `json:"run"`
+	Objective float64 `json:"objective"`
+	Weight    float64 `json:"weight"`
+}
+
+func finiteOrNil(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
 }
 
 // tuneStatus is `niuma tune --status [STUDY]`.
@@ -521,12 +559,21 @@ func (c *cli) tuneStatus(ctx context.Context, id string, asJSON bool) error {
 				j.Objective = &o
 			}
 			if p, ok := prunes[tr.Number]; ok {
-				j.Pruned = &p
+				j.Pruned = &pruneJSON{Reason: p.Reason, Metric: p.Metric, Step: p.Step, Value: finiteOrNil(p.Value),
+					Reference: finiteOrNil(p.Reference), Trials: p.Trials, Rung: p.Rung, RungStep: p.RungStep,
+					Compared: p.Compared, Evidence: p.Evidence, DecidedAt: p.DecidedAt}
+				if j.Pruned.Compared == nil {
+					j.Pruned.Compared = []storage.Compared{}
+				}
 			}
 			if tr.Prediction != "" {
 				var p tuner.Prediction
 				if json.Unmarshal([]byte(tr.Prediction), &p) == nil {
-					j.Predicted = &p
+					pj := &predictionJSON{Mean: p.Mean, Std: p.Std, Chance: p.Chance, Trials: p.Trials, Drivers: []driverJSON{}}
+					for _, d := range p.Drivers {
+						pj.Drivers = append(pj.Drivers, driverJSON{Run: d.ID, Objective: d.Objective, Weight: d.Weight})
+					}
+					j.Predicted = pj
 				}
 			}
 			out.Trials = append(out.Trials, j)

@@ -46,11 +46,11 @@ type statusOut struct {
 		Method    string   `json:"method"`
 		Objective *float64 `json:"objective"`
 		Pruned    *struct {
-			Reason   string `json:"Reason"`
-			Evidence string `json:"Evidence"`
+			Reason   string `json:"reason"`
+			Evidence string `json:"evidence"`
 			Compared []struct {
 				Run string `json:"run"`
-			} `json:"Compared"`
+			} `json:"compared"`
 		} `json:"pruned"`
 	} `json:"trials"`
 }

@@ -57,7 +57,7 @@ runs = {t["run"] for t in trials}
 print(f"study {s['id']}: {s['state']}, {len(trials)} trials of {s['budget']}, {s['runs']} runs, {len(runs)} distinct")
 print(f"pruned: {len(pruned)} ({', '.join(str(t['number']) for t in pruned)})")
 for t in pruned:
-    print(f"  trial {t['number']}: {t['pruned']['Evidence']}")
+    print(f"  trial {t['number']}: {t['pruned']['evidence']}")
 print(f"best: trial {best['number']} {s['objective']} {best['objective']:.4f}; the template's values (trial 0): {defaults['objective']:.4f} ({defaults['state']})")
 print(f"epochs trained: {epochs} of {30 * len(trials)} without pruning ({epochs / (30 * len(trials)):.2f})")
 print(f"wall time: {wall} s")

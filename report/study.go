@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"strconv"
 
@@ -156,8 +157,11 @@ func studyFigures(s *Study) []figure {
 			Series:  nonEmpty(done, pruned),
 			Caption: "Each dot is a trial; a pruned trial's value is the best it reached before it was stopped."})
 	}
+	if f, ok := parallelFigure(s); ok {
+		figs = append(figs, f)
+	}
 	for _, name := range s.Searched {
-		if len(figs) >= 2+maxScatterFigures {
+		if len(figs) >= 3+maxScatterFigures {
 			break
 		}
 		d, p := plot.Series{Name: "done"}, plot.Series{Name: "pruned"}
@@ -198,4 +202,77 @@ func nonEmpty(ss ...plot.Series) []plot.Series {
 		}
 	}
 	return out
+}
+
+// parallelFigure draws every trial with a value across the searched
+// parameters and the objective, coloured by the objective (green best);
+// pruned trials are grey.
+func parallelFigure(s *Study) (figure, bool) {
+	if len(s.Searched) == 0 {
+		return figure{}, false
+	}
+	axes := make([]plot.Axis, 0, len(s.Searched)+1)
+	cats := map[string]map[string]int{}
+	for _, name := range s.Searched {
+		a := plot.Axis{Name: name, Log: s.Log[name]}
+		for _, t := range s.Trials {
+			for _, p := range t.Params {
+				if _, num := toFloat(p.Value); p.Name == name && !num {
+					if cats[name] == nil {
+						cats[name] = map[string]int{}
+					}
+					if _, seen := cats[name][p.String()]; !seen {
+						cats[name][p.String()] = len(a.Categories)
+						a.Categories = append(a.Categories, p.String())
+					}
+				}
+			}
+		}
+		axes = append(axes, a)
+	}
+	axes = append(axes, plot.Axis{Name: s.Objective.Metric})
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, t := range s.Trials {
+		if !math.IsNaN(t.Objective) && !math.IsInf(t.Objective, 0) {
+			lo, hi = math.Min(lo, t.Objective), math.Max(hi, t.Objective)
+		}
+	}
+	var lines []plot.Line
+	for _, t := range s.Trials {
+		if math.IsNaN(t.Objective) || math.IsInf(t.Objective, 0) {
+			continue
+		}
+		vals := make([]float64, len(axes))
+		for i, name := range s.Searched {
+			vals[i] = math.NaN()
+			for _, p := range t.Params {
+				if p.Name != name {
+					continue
+				}
+				if x, num := toFloat(p.Value); num {
+					vals[i] = x
+				} else {
+					vals[i] = float64(cats[name][p.String()])
+				}
+			}
+		}
+		vals[len(vals)-1] = t.Objective
+		shade := 1.0
+		if hi > lo {
+			shade = (t.Objective - lo) / (hi - lo)
+			if s.Objective.Goal != "max" {
+				shade = 1 - shade
+			}
+		}
+		l := plot.Line{Values: vals, Shade: shade}
+		if t.State == "pruned" {
+			l.Color = color.Gray{Y: 0xa0}
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) < 2 {
+		return figure{}, false
+	}
+	return figure{Title: "trials across the searched parameters", Parallel: &parallelFig{Axes: axes, Lines: lines},
+		Caption: fmt.Sprintf("Parallel coordinates: a line per trial, coloured by %s (green best); pruned trials grey.", s.Objective.Metric)}, true
 }

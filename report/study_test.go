@@ -65,7 +65,7 @@ func TestStudyFigures(t *testing.T) {
 		titles = append(titles, f.Title)
 	}
 	// optimizer is a choice: no scatter.
-	if got := strings.Join(titles, "|"); got != "best val_acc so far|val_acc by trial|val_acc vs lr" {
+	if got := strings.Join(titles, "|"); got != "best val_acc so far|val_acc by trial|trials across the searched parameters|val_acc vs lr" {
 		t.Fatalf("figures = %s", got)
 	}
 	// best so far: 0.95, 0.97, 0.97 (the pruned trial does not count), 0.97
@@ -75,7 +75,14 @@ func TestStudyFigures(t *testing.T) {
 	if len(figs[1].Series) != 2 || figs[1].Series[1].Name != "pruned" || figs[1].Series[1].Y[0] != 0.61 {
 		t.Errorf("pruned trials are their own series: %+v", figs[1].Series)
 	}
-	if !figs[2].LogX {
+	par := figs[2].Parallel
+	if par == nil || len(par.Axes) != 3 || par.Axes[2].Name != "val_acc" || !par.Axes[0].Log || len(par.Axes[1].Categories) != 1 {
+		t.Errorf("parallel axes = %+v", par)
+	}
+	if len(par.Lines) != 4 || par.Lines[3].Color == nil {
+		t.Errorf("four trials with a value, the pruned one grey: %+v", par.Lines)
+	}
+	if !figs[3].LogX {
 		t.Error("lr is searched on a log scale: its axis is logarithmic")
 	}
 	if _, err := PDF(studyReport(), Options{}); err != nil {

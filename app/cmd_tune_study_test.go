@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"niuma/engine/template"
 	"niuma/gpumon"
+	"niuma/tuner"
 )
 
 // A workload whose score grows with x and with the step: trials with a
@@ -295,4 +297,33 @@ func TestKilledStudyResumes(t *testing.T) {
 			require.Equal(t, before.Trials[i].Run, tr.Run, "trial %d kept its run across the kill", i)
 		}
 	}
+}
+
+// Whatever --space says, the space is refused with a message or lies
+// inside the template's schema.
+func FuzzStudySpace(f *testing.F) {
+	for _, s := range []string{"x", "x=0.1..0.5", "x=0.1..0.5:log", "mode=up", "mode=up,flat,up", "x=..", "x=1e400..2", "steps=2..3", "steps=2.5..3", "tag", "x=0.5..0.1", "x=nan..1"} {
+		f.Add(s)
+	}
+	tm, err := template.Parse("ramp.yaml", []byte(rampTemplate))
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, spec string) {
+		sp, err := studySpace(tm, []string{spec}, nil)
+		if err != nil {
+			require.NotEmpty(t, err.Error())
+			return
+		}
+		require.NoError(t, sp.Searchable())
+		for _, p := range sp.Params {
+			q, ok := tm.Space().Param(p.Name)
+			require.True(t, ok)
+			if p.Kind == tuner.Float || p.Kind == tuner.Int {
+				require.GreaterOrEqual(t, p.Min, q.Min, spec)
+				require.LessOrEqual(t, p.Max, q.Max, spec)
+			}
+			for _, c := range p.Choices {
+				require.Contains(t, q.Choices, c)
+			}
+		}
+	})
 }

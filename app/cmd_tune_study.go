@@ -612,7 +612,7 @@ func (c *cli) tuneStatus(ctx context.Context, id string, asJSON bool) error {
 		b := res.Trials[res.Best]
 		fmt.Fprintf(c.out, "best so far (*): trial %d, run %s: %s %s\n", b.Number, b.RunID, st.Objective, objNum(b.Objective))
 	}
-	c.explainNext(res, space)
+	c.explainNext(res)
 	return nil
 }
 
@@ -635,16 +635,24 @@ func searchedOf(params string, space tuner.Space) string {
 	return strings.Join(parts, " ")
 }
 
-// explainNext prints what the model expects of the next suggestion, which
-// earlier trials drove it, and how much each parameter matters.
-func (c *cli) explainNext(res study.Result, space tuner.Space) {
-	home, err := Home()
-	if err != nil {
-		return
+// studyNext is what the model of a study expects next: the values it
+// would try, its prediction for them, and each parameter's importance.
+type studyNext struct {
+	Values     tuner.Values
+	Prediction *tuner.Prediction
+	Importance []tuner.Importance // most important first
+}
+
+// nextOf fits the model to a study's trials and asks it for the next
+// suggestion; ok is false while it has fewer than two results or when the
+// template is gone or changed.
+func nextOf(home string, res study.Result) (next studyNext, space tuner.Space, ok bool) {
+	if err := json.Unmarshal([]byte(res.Study.Space), &space); err != nil {
+		return next, space, false
 	}
 	t, err := loadTemplate(home, res.Study.Template)
 	if err != nil || string(t.YAML) != res.Study.TemplateYAML {
-		return
+		return next, space, false
 	}
 	var trials []tuner.Trial
 	fixed := tuner.Values{}
@@ -663,7 +671,7 @@ func (c *cli) explainNext(res study.Result, space tuner.Space) {
 	for _, tr := range res.Trials {
 		v, err := template.ValuesFromJSON(t, []byte(tr.Params))
 		if err != nil {
-			return
+			return next, space, false
 		}
 		tv := tuner.Values{}
 		for _, n := range space.Names() {
@@ -689,11 +697,34 @@ func (c *cli) explainNext(res study.Result, space tuner.Space) {
 	cfg := tuner.Config{Space: space, Goal: tuner.Goal(res.Study.Goal), Fixed: fixed, Seed: uint64(res.Study.Seed)}
 	m, err := tuner.Fit(cfg, trials)
 	if err != nil {
-		return // fewer than two results: nothing to explain yet
+		return next, space, false // fewer than two results: nothing to explain yet
 	}
-	sugg, err := tuner.Suggest(cfg, trials, 1)
-	if err == nil && len(sugg) == 1 && sugg[0].Prediction != nil {
-		p := sugg[0].Prediction
+	if sugg, err := tuner.Suggest(cfg, trials, 1); err == nil && len(sugg) == 1 && sugg[0].Prediction != nil {
+		next.Values, next.Prediction = sugg[0].Values, sugg[0].Prediction
+	}
+	next.Importance = m.Importance()
+	sort.SliceStable(next.Importance, func(i, j int) bool { return next.Importance[i].Share > next.Importance[j].Share })
+	return next, space, true
+}
+
+// whyNext says what the model expects of its suggestion, e.g. "expected
+// val_acc 0.9936 ± 0.004 from 16 trials".
+func whyNext(objective string, p *tuner.Prediction) string {
+	return fmt.Sprintf("expected %s %s ± %s from %d trials", objective, objNum(p.Mean), strconv.FormatFloat(p.Std, 'g', 2, 64), p.Trials)
+}
+
+// explainNext prints what the model expects of the next suggestion, which
+// earlier trials drove it, and how much each parameter matters.
+func (c *cli) explainNext(res study.Result) {
+	home, err := Home()
+	if err != nil {
+		return
+	}
+	next, space, ok := nextOf(home, res)
+	if !ok {
+		return
+	}
+	if p := next.Prediction; p != nil {
 		var drivers []string
 		for i, d := range p.Drivers {
 			if i == 3 {
@@ -703,20 +734,81 @@ func (c *cli) explainNext(res study.Result, space tuner.Space) {
 		}
 		vals := make([]string, 0, len(space.Params))
 		for _, n := range space.Names() {
-			if x, ok := sugg[0].Values[n]; ok {
+			if x, ok := next.Values[n]; ok {
 				vals = append(vals, n+"="+formatParam(x))
 			}
 		}
-		fmt.Fprintf(c.out, "suggested next: %s — expected %s %s ± %s from %d trials; driven most by %s\n",
-			strings.Join(vals, " "), res.Study.Objective, objNum(p.Mean), strconv.FormatFloat(p.Std, 'g', 2, 64), p.Trials, strings.Join(drivers, ", "))
+		fmt.Fprintf(c.out, "suggested next: %s — %s; driven most by %s\n",
+			strings.Join(vals, " "), whyNext(res.Study.Objective, p), strings.Join(drivers, ", "))
 	}
-	imp := m.Importance()
-	sort.SliceStable(imp, func(i, j int) bool { return imp[i].Share > imp[j].Share })
 	var parts []string
-	for _, x := range imp {
+	for _, x := range next.Importance {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", x.Name, 100*x.Share))
 	}
 	fmt.Fprintf(c.out, "parameter importance: %s\n", strings.Join(parts, ", "))
+}
+
+// studySummary is one study as the window's study view shows it (the
+// fields of ui.StudyInfo): State is running, done or stopped; Done the
+// trials that ended (pruned ones included), Running those still going.
+type studySummary struct {
+	ID, Template    string
+	State           string
+	Objective, Goal string
+	Budget          int
+	Done, Running   int
+	Pruned          int
+	Best            float64
+	HasBest         bool
+	BestRun         string
+	Next            map[string]any
+	Why             string
+}
+
+// studySummaries lists every study, newest first, with its progress, best
+// trial and next suggestion.
+func studySummaries(ctx context.Context, db *storage.DB, home string) ([]studySummary, error) {
+	all, err := db.ListStudies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]studySummary, 0, len(all))
+	for _, st := range all {
+		res, err := study.Status(ctx, db, st.ID)
+		if err != nil {
+			return nil, err
+		}
+		s := studySummary{ID: st.ID, Template: st.TemplateName, State: string(st.State), Objective: st.Objective, Goal: st.Goal, Budget: st.Budget}
+		if st.State == storage.StudyFinished {
+			s.State = "done"
+		}
+		for _, tr := range res.Trials {
+			switch {
+			case tr.State == storage.TrialPruned:
+				s.Pruned++
+				s.Done++
+			case tr.State.Done():
+				s.Done++
+			default:
+				s.Running++
+			}
+		}
+		if res.Best >= 0 {
+			b := res.Trials[res.Best]
+			s.Best, s.HasBest, s.BestRun = b.Objective, true, b.RunID
+		}
+		if st.State == storage.StudyRunning {
+			if next, _, ok := nextOf(home, res); ok && next.Prediction != nil {
+				s.Next = map[string]any{}
+				for k, v := range next.Values {
+					s.Next[k] = v
+				}
+				s.Why = whyNext(st.Objective, next.Prediction)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func formatParam(x any) string {

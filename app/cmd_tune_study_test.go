@@ -17,6 +17,7 @@ import (
 
 	"niuma/engine/template"
 	"niuma/gpumon"
+	"niuma/storage"
 	"niuma/tuner"
 )
 
@@ -76,7 +77,7 @@ func studyID(t *testing.T, out string) string {
 }
 
 func TestTuneStudyRunsPrunesAndReports(t *testing.T) {
-	tempHome(t)
+	home := tempHome(t)
 	tmpl := writeTemplate(t, rampTemplate)
 	code, out, errOut := niuma(t, "tune", tmpl, "--budget", "8", "--parallel", "2", "--wait")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
@@ -123,6 +124,22 @@ func TestTuneStudyRunsPrunesAndReports(t *testing.T) {
 	code, _, errOut = niuma(t, "tune", "--resume", id, "--wait")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "has finished")
+
+	// What the window's study view gets.
+	db, err := storage.Open(filepath.Join(home, "niuma.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	sums, err := studySummaries(context.Background(), db, home)
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	sum := sums[0]
+	assert.Equal(t, "done", sum.State)
+	assert.Equal(t, 8, sum.Done)
+	assert.Equal(t, pruned, sum.Pruned)
+	assert.Zero(t, sum.Running)
+	assert.True(t, sum.HasBest)
+	assert.Equal(t, s.Trials[*s.Best].Run, sum.BestRun)
+	assert.Nil(t, sum.Next, "a finished study suggests nothing more")
 
 	// The study's report: its section first, the pruning evidence in it,
 	// then its eight runs compared.

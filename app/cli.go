@@ -155,7 +155,7 @@ Usage:
   niuma dismiss RUN N           mark anomaly #N of a run (from niuma show) as seen
   niuma templates               list the templates you can run
   niuma report RUN... [--format html|pdf|md|csv|json] [-o PATH] [--page a4|letter]
-                                a report of a run, or a comparison of several
+                                a report of a run, or a comparison of several (--study STUDY: a study's)
   niuma gpus [--watch] [--json] [--simulate-gpus 4xH100-80GB]
                                 the GPUs, their load and the runs on them
   niuma cluster [--json] [--partition P] [--user U]
@@ -165,6 +165,11 @@ Usage:
                                 replay a Philly or PAI trace through the shepherd
   niuma import tensorboard LOGDIR [--json]
                                 bring a TensorBoard logdir's runs (scalars, hparams) into the archive
+  niuma tune TEMPLATE [--budget N] [--parallel auto|K] [--space NAME[=LO..HI[:log]]] [--set NAME=VALUE] [--wait]
+                                a study: search the parameters for the best objective; losing trials are pruned
+  niuma tune --status [STUDY] [--json]   the studies, or one study's trials, pruning evidence and next suggestion
+  niuma tune --resume STUDY [--wait]     carry on a study whose niuma was stopped or killed
+  niuma tune --stop STUDY                no more trials; the running ones are cancelled
   niuma tune --table FILE [--budget N] [--reps R] [--noisy] [--sampler bayes|random] [--json]
                                 the tuner on a tabular benchmark: median regret after each trial
   niuma tune --curves FILE [--pruner median|asha|none] [--trials N] [--reps R] [--json]

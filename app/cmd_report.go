@@ -30,11 +30,15 @@ func (c *cli) report(ctx context.Context, args []string) error {
 	page := fs.String("page", "a4", "PDF page size: a4 or letter")
 	noCurves := fs.Bool("no-curves", false, "leave the metric charts out")
 	noLogs := fs.Bool("no-logs", false, "leave the log tails of failed stages out")
+	studyID := fs.String("study", "", "a study's report: its trials, best so far and pruning evidence, then its runs compared")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitError{code: 2}
 	}
-	if len(pos) == 0 {
+	if *studyID != "" && len(pos) > 0 {
+		return exitError{code: 2, msg: "report --study STUDY takes no RUN: the study's trials are its runs"}
+	}
+	if len(pos) == 0 && *studyID == "" {
 		return exitError{code: 2, msg: "report needs at least one RUN (an ID, a unique prefix or its last part; see `niuma ls`)"}
 	}
 	if err := tooLong("run", maxNameArg, pos...); err != nil {
@@ -64,12 +68,22 @@ func (c *cli) report(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.close()
+	var st *report.Study
+	if *studyID != "" {
+		if st, pos, err = reportStudy(ctx, s.store, *studyID); err != nil {
+			return err
+		}
+	}
 	rep, err := buildReport(ctx, s.engine, pos)
 	if err != nil {
 		return err
 	}
+	rep.Study = st
 	path := *out
-	if path == "" {
+	switch {
+	case path == "" && st != nil:
+		path = "report-" + st.ID + reportFormats[f]
+	case path == "":
 		path = "report-" + rep.Runs[0].ID + reportFormats[f]
 	}
 	opt := report.Options{Page: *page, NoCurves: *noCurves, NoLogs: *noLogs}

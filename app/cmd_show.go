@@ -153,6 +153,9 @@ type showJSON struct {
 	// SlurmJobs is the Slurm job id of each stage whose latest attempt
 	// was submitted to Slurm, by stage name.
 	SlurmJobs map[string]string `json:"slurm_jobs,omitempty"`
+	// Pruned is why a study's pruner stopped the run early (absent when
+	// it did not).
+	Pruned *prunedJSON `json:"pruned,omitempty"`
 }
 
 // slurmJobs names the Slurm job of each stage whose latest attempt runs,
@@ -255,6 +258,10 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		}
 		eta = e.String()
 	}
+	pruned, err := prunedOf(ctx, s.store, r.ID)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		if ms == nil {
 			ms = []metricJSON{}
@@ -262,7 +269,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		if gpus == nil {
 			gpus = []engine.GPUUsage{}
 		}
-		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, ETA: eta, SlurmJobs: slurmJobs(r)})
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, ETA: eta, SlurmJobs: slurmJobs(r), Pruned: pruned})
 	}
 	jobs := slurmJobs(r)
 	now := time.Now()
@@ -274,6 +281,9 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.out, " — %s", p(r.Error))
 	}
 	fmt.Fprintln(c.out)
+	if pruned != nil {
+		fmt.Fprintf(c.out, "pruned    by study %s (trial %d): %s\n", pruned.Study, pruned.Trial, p(pruned.Evidence))
+	}
 	writeFailures(c.out, r)
 	if r.MetricsWaiting != "" {
 		fmt.Fprintf(c.out, "metrics   %s\n", p(r.MetricsWaiting))

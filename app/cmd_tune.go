@@ -25,33 +25,76 @@ func (c *cli) tune(ctx context.Context, args []string) error {
 	fs := c.flags("tune")
 	table := fs.String("table", "", "a tabular benchmark: parameter columns, then METRIC_seedN value columns (.csv or .csv.gz)")
 	curves := fs.String("curves", "", "recorded learning curves (as bench/tuner/record-digits-grid.sh writes them), to measure early stopping")
-	budget := fs.Int("budget", 100, "trials per search (--table)")
+	budget := fs.Int("budget", 100, "trials per search (--table), trials of a study (default 20)")
 	reps := fs.Int("reps", 20, "repetitions, each with its own seed (the median is reported)")
 	firstSeed := fs.Int("first-seed", 0, "the first repetition's seed; the reference script's are 0, 1, …, so another value scores the tuner on seeds nothing was tuned on (--table)")
 	noisy := fs.Bool("noisy", false, "a trial's result is one seed's value drawn at random, not the mean over seeds (--table)")
 	sampler := fs.String("sampler", "bayes", "bayes or random")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "repetitions run at once (--table); parallel trials of a study (--curves: default 4)")
-	pruner := fs.String("pruner", "median", "none, median or asha (--curves)")
-	warmup := fs.Int64("warmup", 0, "no trial is stopped before this step (--curves; default: a tenth of the longest curve)")
+	pruner := fs.String("pruner", "median", "none, median or asha (--curves; a study: default the template's tune: pruner, else median)")
+	warmup := fs.Int64("warmup", 0, "no trial is stopped before this step (--curves and studies; default: the template's tune: warmup, else a tenth of the longest curve)")
 	trials := fs.Int("trials", 40, "trials per study (--curves)")
 	metric := fs.String("metric", "val_acc", "the curves' objective column (--curves)")
 	goal := fs.String("goal", "max", "min or max: which way the --metric is better (--curves)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	var sf studyFlags
+	var sets, spaces multiFlag
+	fs.StringVar(&sf.parallel, "parallel", "auto", "a study's trials at once: auto (as many as free GPUs, or one per 2 CPU cores when the trials need no GPU) or a number")
+	fs.Var(&sets, "set", "a study: fix a parameter, NAME=VALUE (repeatable)")
+	fs.Var(&spaces, "space", "a study: search this parameter, NAME, NAME=LO..HI[:log] or NAME=A,B (repeatable; default: the template's tune: search, else every searchable parameter)")
+	fs.Int64Var(&sf.seed, "seed", 1, "a study's seed: the same seed and results give the same suggestions")
+	fs.StringVar(&sf.executor, "executor", "", "a study's runs: local, docker or slurm (default: the template's runtime)")
+	fs.BoolVar(&sf.wait, "wait", false, "drive the study from this process until it ends (default: in the background)")
+	fs.StringVar(&sf.resume, "resume", "", "carry on a stored study (after its driver stopped or was killed)")
+	stop := fs.String("stop", "", "stop a study: no more trials, its running ones cancelled")
+	status := fs.Bool("status", false, "list the studies, or with a STUDY, its trials, best so far and the next suggestion")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitError{code: 2}
 	}
 	workersSet := false
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "workers" {
+		switch f.Name {
+		case "workers":
 			workersSet = true
+		case "budget":
+			sf.budgetSet = true
+		case "pruner":
+			sf.prunerSet = true
+		case "warmup":
+			sf.warmupSet = true
 		}
 	})
+	sf.budget, sf.pruner, sf.warmup, sf.sets, sf.spaces = *budget, *pruner, *warmup, sets, spaces
 	switch {
-	case len(pos) > 0:
-		return exitError{code: 2, msg: fmt.Sprintf("tune %s: searching a template's parameters in a study is not available in this version; niuma run %s --random N or --sweep NAME=... launches runs to compare, and niuma tune --table FILE replays the tuner on a benchmark", pos[0], pos[0])}
+	case *status:
+		if len(pos) > 1 {
+			return exitError{code: 2, msg: "tune --status takes at most one STUDY"}
+		}
+		id := ""
+		if len(pos) == 1 {
+			id = pos[0]
+		}
+		return c.tuneStatus(ctx, id, *asJSON)
+	case *stop != "":
+		if len(pos) > 0 {
+			return exitError{code: 2, msg: "tune --stop STUDY takes no TEMPLATE"}
+		}
+		return c.tuneStop(ctx, *stop)
+	case sf.resume != "":
+		if len(pos) > 0 {
+			return exitError{code: 2, msg: "tune --resume STUDY takes no TEMPLATE: the study knows its own"}
+		}
+		return c.tuneResume(ctx, sf.resume, sf)
+	case len(pos) > 1:
+		return exitError{code: 2, msg: "tune takes one TEMPLATE"}
+	case len(pos) == 1:
+		if *table != "" || *curves != "" {
+			return exitError{code: 2, msg: "tune TEMPLATE runs a study; --table and --curves replay benchmarks instead: give one or the other"}
+		}
+		return c.tuneStudy(ctx, pos[0], sf)
 	case (*table == "") == (*curves == ""):
-		return exitError{code: 2, msg: "tune needs --table FILE (a tabular benchmark) or --curves FILE (recorded learning curves)"}
+		return exitError{code: 2, msg: "tune needs a TEMPLATE (a study: niuma tune TEMPLATE --budget N --wait), --table FILE (a tabular benchmark) or --curves FILE (recorded learning curves)"}
 	case *reps < 1:
 		return exitError{code: 2, msg: fmt.Sprintf("--reps %d: give at least 1", *reps)}
 	case *sampler != "bayes" && *sampler != "random":

@@ -51,9 +51,9 @@ func TestTuneTablePrintsTheMedianRegretPerBudget(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"tune"}, "tune needs --table FILE"},
-		{[]string{"tune", "--table", p, "--curves", p}, "tune needs --table FILE"},
-		{[]string{"tune", "digits-mlp"}, "searching a template's parameters in a study is not available"},
+		{[]string{"tune"}, "tune needs a TEMPLATE (a study: niuma tune TEMPLATE --budget N --wait), --table FILE"},
+		{[]string{"tune", "--table", p, "--curves", p}, "tune needs a TEMPLATE"},
+		{[]string{"tune", "digits-mlp", "--table", p}, "tune TEMPLATE runs a study; --table and --curves replay benchmarks instead"},
 		{[]string{"tune", "--table", p, "--sampler", "grid"}, `--sampler "grid": use bayes or random`},
 		{[]string{"tune", "--table", p, "--budget", "0"}, "--budget 0: give 1 to 10000 trials"},
 		{[]string{"tune", "--curves", p, "--pruner", "hyperband"}, `--pruner "hyperband": use none, median or asha`},

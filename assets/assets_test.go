@@ -65,6 +65,7 @@ func TestTemplateYAMLShape(t *testing.T) {
 				Params      map[string]map[string]any `yaml:"params"`
 				Stages      []map[string]any          `yaml:"stages"`
 				Sentinel    map[string]map[string]any `yaml:"sentinel"`
+				Tune        map[string]any            `yaml:"tune"`
 			}
 			dec := yaml.NewDecoder(bytes.NewReader(raw))
 			dec.KnownFields(true)

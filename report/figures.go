@@ -1,7 +1,10 @@
 package report
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
+	"image/png"
 	"math"
 	"sort"
 	"strings"
@@ -21,6 +24,34 @@ type figure struct {
 	LogX    bool
 	// Tall charts leave room for a long legend.
 	Tall bool
+	// Parallel, when set, makes the figure parallel coordinates (Series
+	// unused): a raster chart, wrapped in an SVG for HTML.
+	Parallel *parallelFig
+}
+
+// parallelFig is a parallel-coordinates chart's data.
+type parallelFig struct {
+	Axes  []plot.Axis
+	Lines []plot.Line
+}
+
+// renderParallel draws a parallel-coordinates figure as PNG, or as an SVG
+// holding that PNG.
+func (f figure) renderParallel(format string, w, h, dpi float64) ([]byte, error) {
+	img, _, _, err := plot.RenderParallel(f.Parallel.Axes, f.Parallel.Lines, plot.Options{Title: f.Title, Width: w, Height: h, DPI: dpi})
+	if err != nil {
+		return nil, fmt.Errorf("report: chart %q: %w", f.Title, err)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		return nil, fmt.Errorf("report: chart %q: %w", f.Title, err)
+	}
+	if format != "svg" {
+		return b.Bytes(), nil
+	}
+	svg := fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="%gpt" height="%gpt" viewBox="0 0 %g %g"><image width="%g" height="%g" href="data:image/png;base64,%s"/></svg>`,
+		w, h, w, h, w, h, base64.StdEncoding.EncodeToString(b.Bytes()))
+	return []byte(svg), nil
 }
 
 // Limits on what a report draws, so that a run with fifty metrics or a
@@ -229,6 +260,9 @@ func (f figure) render(format string, w, h float64) ([]byte, error) {
 	if h == 0 {
 		h = w * f.aspect()
 	}
+	if f.Parallel != nil {
+		return f.renderParallel(format, w, h, 0)
+	}
 	b, err := plot.Render(f.Series, plot.Options{
 		Title: f.Title, XLabel: f.XLabel, YLabel: f.YLabel, Width: w, Height: h,
 		Scatter: f.Scatter, LogY: f.LogY, LogX: f.LogX, MaxPoints: 1500,
@@ -265,6 +299,9 @@ func renderAll(figs []figure, format string, w, h float64) ([][]byte, error) {
 // renderPNG draws a figure as a PNG for print, at twice the screen
 // resolution.
 func renderPNG(f figure, w, h float64) ([]byte, error) {
+	if f.Parallel != nil {
+		return f.renderParallel("png", w, h, 200)
+	}
 	b, err := plot.Render(f.Series, plot.Options{
 		Title: f.Title, XLabel: f.XLabel, YLabel: f.YLabel, Width: w, Height: h,
 		Scatter: f.Scatter, LogY: f.LogY, LogX: f.LogX, MaxPoints: 1000, DPI: 200,

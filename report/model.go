@@ -16,6 +16,9 @@ type Report struct {
 	Title     string    // shown at the top; empty: derived from the runs
 	Generated time.Time // when the report was made; zero: not shown
 	Runs      []Run
+	// Study, when set, is the study whose trials the runs are: the report
+	// opens with its section.
+	Study *Study
 }
 
 // MaxRuns is the most runs one comparison report takes.
@@ -268,6 +271,9 @@ func (r Run) Duration() time.Duration {
 func (rep *Report) title() string {
 	if rep.Title != "" {
 		return rep.Title
+	}
+	if rep.Study != nil {
+		return fmt.Sprintf("Study %s: %s", rep.Study.ID, rep.Study.Template)
 	}
 	switch len(rep.Runs) {
 	case 0:

@@ -7,8 +7,8 @@
 // The room is pure: functions of data in, decisions with their evidence
 // out. It imports no I/O package and knows nothing of templates, runs or
 // storage; engine/template turns a template's parameter schema into a
-// Space, and the engine stores studies and runs their trials as ordinary
-// runs.
+// Space, and engine/study stores studies and runs their trials as
+// ordinary runs through the engine.
 //
 // Bayesian optimisation (Fit, Model, Suggest) models the objective with a
 // Gaussian process over the mixed space: each numeric parameter scaled to

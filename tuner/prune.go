@@ -80,6 +80,16 @@ type Decision struct {
 	RungStep  int64 // successive halving: the rung's step
 	Warmup    int64 // the warm-up step in force
 	Reduction float64
+	// Compared is each other trial's value that Value was compared with,
+	// in the order the others were given (the evidence a stored pruning
+	// decision keeps).
+	Compared []Compared
+}
+
+// Compared is one other trial's value at the step of a decision.
+type Compared struct {
+	ID    string
+	Value float64
 }
 
 // Evidence says the decision in a sentence, e.g. "val_acc 0.81 at step
@@ -190,6 +200,7 @@ func (p Pruner) Decide(trial Curve, others []Curve) Decision {
 	for _, c := range others {
 		if x, ok := p.bestUpTo(c, d.Step); ok {
 			vals = append(vals, x)
+			d.Compared = append(d.Compared, Compared{ID: c.ID, Value: x})
 		}
 	}
 	d.Trials = len(vals)
@@ -235,6 +246,7 @@ func (p Pruner) halving(trial Curve, others []Curve, d Decision) Decision {
 	for _, c := range others {
 		if x, ok := p.bestUpTo(c, step); ok {
 			vals = append(vals, x)
+			d.Compared = append(d.Compared, Compared{ID: c.ID, Value: x})
 		}
 	}
 	d.Trials = len(vals)

@@ -50,10 +50,13 @@ func TestMedianRule(t *testing.T) {
 			require.Equal(t, c.text, d.Evidence())
 		})
 	}
+	// The evidence names each other trial's best value up to the step.
+	d := p.Decide(curve("t", 0.3, 0.6, 0.81, 0.7), others)
+	require.Equal(t, []Compared{{"a", 0.9}, {"b", 0.92}, {"c", 0.95}, {"d", 0.96}}, d.Compared)
 	// Minimising: the same numbers the other way round.
 	lossOthers := []Curve{curve("a", 2, 1.0), curve("b", 2, 1.2), curve("c", 2, 1.4), curve("d", 2, 1.6)}
 	pl := Pruner{Rule: MedianRule, Goal: Minimize, Metric: "loss", Warmup: 2}
-	d := pl.Decide(curve("t", 3, 1.5), lossOthers)
+	d = pl.Decide(curve("t", 3, 1.5), lossOthers)
 	require.True(t, d.Prune, d.Evidence())
 	require.Equal(t, "loss 1.5 at step 2, median of 4 trials 1.3", d.Evidence())
 	require.False(t, pl.Decide(curve("t", 3, 1.1), lossOthers).Prune)

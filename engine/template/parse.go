@@ -23,7 +23,7 @@ import (
 // The fields each part of a template may have; anything else is reported
 // as an unknown field (a typo such as "need:" must not be silently ignored).
 var (
-	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages", "sentinel", "spot", "share"}
+	topFields       = []string{"name", "description", "version", "runtime", "objective", "params", "stages", "sentinel", "spot", "share", "tune"}
 	runtimeFields   = []string{"kind", "image", "data", "shm_size", "memory", "cpus", "user", "network", "keep", "cap_add", "pids_limit", "fallback", "partition", "account", "qos"}
 	objectiveFields = []string{"metric", "goal"}
 	paramFields     = []string{"type", "default", "min", "max", "log", "choices", "help", "when"}
@@ -267,6 +267,7 @@ func (p *parser) template(data []byte) *Template {
 	p.conditions(t.Params)
 	p.stages(t, f, declared)
 	t.Sentinel = p.sentinel(f, declared)
+	t.Tune = p.tune(f, t.Params)
 	return t
 }
 

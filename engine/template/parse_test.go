@@ -265,7 +265,7 @@ func TestParseProblems(t *testing.T) {
 
 		// fields
 		{"unknown top-level field", "name: t\nstagse: []\n", 2, `unknown field "stagse"; did you mean "stages"?`},
-		{"unknown top-level field without a close match", "name: t\nstages: [{name: a, command: [x]}]\nowner: me\n", 3, `unknown field "owner" (fields are: name, description, version, runtime, objective, params, stages, sentinel, spot, share)`},
+		{"unknown top-level field without a close match", "name: t\nstages: [{name: a, command: [x]}]\nowner: me\n", 3, `unknown field "owner" (fields are: name, description, version, runtime, objective, params, stages, sentinel, spot, share, tune)`},
 		{"unknown stage field", stagesDoc("  - name: a\n    command: [x]\n    need: [b]\n"), 5, `stage "a": unknown field "need"; did you mean "needs"?`},
 		{"unknown param field", paramDoc("{type: int, defualt: 3}"), 3, `parameter "p": unknown field "defualt"; did you mean "default"?`},
 		{"unknown runtime field", "name: t\nruntime:\n  knd: local\nstages: [{name: a, command: [x]}]\n", 3, `runtime: unknown field "knd"; did you mean "kind"?`},

@@ -154,6 +154,9 @@ type Template struct {
 	// stage directory kept). Share says they may share a GPU with other
 	// runs when memory fits. A launch may set either for its runs.
 	Spot, Share bool
+	// Tune says which parameters a study searches and how it stops losing
+	// trials (the tune: section).
+	Tune Tune
 
 	Source string // file path or "bundled:NAME", used in error messages
 	Dir    string // directory the template came from ("" for in-memory); ${code} expands to it

@@ -67,6 +67,10 @@ type Policy struct {
 	// end, so a large one must not push out many small ones, which is what
 	// costs a busy queue most.
 	PreemptLonger bool
+	// SpareGPUHosts places a CPU-only request on the host whose GPUs have
+	// the least free memory (then best fit by CPU), keeping the CPUs of
+	// hosts with free GPUs for GPU stages.
+	SpareGPUHosts bool
 }
 
 // HerdOptions tune the default policy.
@@ -138,6 +142,7 @@ func Herd(o HerdOptions) Policy {
 		PreemptAfter:      o.PreemptAfter,
 		PreemptForService: true,
 		PreemptLonger:     true,
+		SpareGPUHosts:     true,
 	}
 }
 
@@ -322,7 +327,7 @@ type Scheduler struct {
 	keys     []rankKey
 	out      []Decision
 	shapes   []shapeInfo
-	shapeIdx map[shape]int32
+	shapeIdx shapeTable
 	ps       pass
 }
 
@@ -341,28 +346,33 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		sc.out = make([]Decision, len(st.Queue), 2*len(st.Queue))
 	}
 	out := sc.out[:len(st.Queue)]
-	for i := range out {
-		out[i] = Decision{ID: st.Queue[i].ID}
+	if st.Terse {
+		// Every request waits until the pass places it: most of a long
+		// queue is never looked at once the machine is full.
+		for i := range out {
+			out[i] = Decision{ID: st.Queue[i].ID, Reason: Reason{Code: WaitQueued, Text: "waiting"}, Wait: "waiting"}
+		}
+	} else {
+		for i := range out {
+			out[i] = Decision{ID: st.Queue[i].ID}
+		}
 	}
 	// Shapes (GPUs, memory, CPUs, host memory, sharing) group requests that
 	// fit alike; a pass remembers per shape what failed, and stops early
 	// once every shape in the queue has failed.
 	sc.keys = sc.keys[:0]
 	sc.shapes = sc.shapes[:0]
-	clear(sc.shapeIdx)
-	if sc.shapeIdx == nil {
-		sc.shapeIdx = map[shape]int32{}
-	}
+	sc.shapeIdx.reset()
 	top, now := topPriority(st.Queue), st.Now.UnixNano()
 	for i := range st.Queue {
 		r := &st.Queue[i]
 		k := p.key(now, i, r, top)
 		sh := shape{r.GPUs, r.MemPerGPUMiB, r.CPUMilli, r.MemMiB, r.Shareable}
-		idx, ok := sc.shapeIdx[sh]
+		idx, ok := sc.shapeIdx.find(sh, sc.shapes)
 		if !ok {
 			idx = int32(len(sc.shapes))
-			sc.shapeIdx[sh] = idx
-			sc.shapes = append(sc.shapes, shapeInfo{minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1,
+			sc.shapeIdx.add(sh, idx)
+			sc.shapes = append(sc.shapes, shapeInfo{key: sh, minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1,
 				rep: Request{GPUs: r.GPUs, MemPerGPUMiB: r.MemPerGPUMiB, CPUMilli: r.CPUMilli, MemMiB: r.MemMiB, Shareable: r.Shareable}})
 		} else {
 			sc.shapes[idx].minEst = min(sc.shapes[idx].minEst, effEst(r))
@@ -437,17 +447,6 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		ps.wait(d, req, ahead, si)
 		ahead++
 	}
-	if st.Terse {
-		for i := range out {
-			if out[i].Host != "" || out[i].GPUs != nil || out[i].Wait != "" || out[i].placed {
-				continue
-			}
-			ps.wait(&out[i], &st.Queue[i], 0, nil) // left in the heap: nothing could place them
-		}
-	}
-	for i := range out {
-		out[i].placed = false
-	}
 	return out
 }
 
@@ -459,12 +458,72 @@ type shape struct {
 	share      bool
 }
 
+// shapeTable finds a shape's index in a pass's shapes: an open-addressing
+// hash table of indices, which costs a fraction of a map lookup per queued
+// request (the pass looks up every one).
+type shapeTable struct {
+	slots  []int32  // index+1 into the shapes; 0 = empty
+	hashes []uint64 // per shape index
+}
+
+func (t *shapeTable) reset() {
+	if len(t.slots) == 0 {
+		t.slots = make([]int32, 64)
+	}
+	clear(t.slots)
+	t.hashes = t.hashes[:0]
+}
+
+func (sh shape) hash() uint64 {
+	h := uint64(sh.gpus)*0x9E3779B97F4A7C15 ^ uint64(sh.mem)*0xC2B2AE3D27D4EB4F ^
+		uint64(sh.cpu)*0x165667B19E3779F9 ^ uint64(sh.hostM)*0x27D4EB2F165667C5
+	if sh.share {
+		h ^= 0x85EBCA77C2B2AE63
+	}
+	return h ^ h>>29
+}
+
+func (t *shapeTable) find(sh shape, shapes []shapeInfo) (int32, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := sh.hash() & mask; ; i = (i + 1) & mask {
+		v := t.slots[i]
+		if v == 0 {
+			return 0, false
+		}
+		if shapes[v-1].key == sh {
+			return v - 1, true
+		}
+	}
+}
+
+// add records shape idx (the next index); the table doubles at half full.
+func (t *shapeTable) add(sh shape, idx int32) {
+	t.hashes = append(t.hashes, sh.hash())
+	if 2*len(t.hashes) > len(t.slots) {
+		t.slots = make([]int32, 2*len(t.slots))
+		for k := range t.hashes[:len(t.hashes)-1] {
+			t.insert(t.hashes[k], int32(k))
+		}
+	}
+	t.insert(t.hashes[idx], idx)
+}
+
+func (t *shapeTable) insert(h uint64, idx int32) {
+	mask := uint64(len(t.slots) - 1)
+	i := h & mask
+	for t.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = idx + 1
+}
+
 // shapeInfo is what a pass knows about one request shape: the shortest
 // estimate among its requests, and the shortest estimate that failed to fit
 // at slot version failVer — a request of the same shape with an estimate at
 // least as long fails too (see Filter). deadVer: every request of the shape
 // is known to fail at that version.
 type shapeInfo struct {
+	key              shape
 	minEst           time.Duration
 	failEst          time.Duration
 	failVer, deadVer int

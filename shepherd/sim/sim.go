@@ -328,11 +328,14 @@ func (s *state) schedule() {
 		var victims []string
 		var touched []int
 		keep := 0
-		for i, d := range ds {
+		for i := range ds {
+			d := &ds[i]
 			j := s.queue[i]
 			if !d.Placed() {
 				victims = append(victims, d.Preempt...)
-				s.queue[keep], s.reqs[keep] = j, s.reqs[i]
+				if keep != i {
+					s.queue[keep], s.reqs[keep] = j, s.reqs[i]
+				}
 				keep++
 				continue
 			}

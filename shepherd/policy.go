@@ -217,6 +217,30 @@ type rankKey struct {
 	gpus   int   // with FewerGPUsFirst; 0 otherwise
 	submit int64
 	shape  int32 // index into the pass's shapes
+	// packed holds prio, level, work and gpus in one number that orders
+	// as they do (see pack); exact says it could hold them.
+	packed uint64
+	exact  bool
+}
+
+// pack fills k.packed so that comparing it compares (prio descending,
+// level, work, gpus): a pass compares keys many times per request, and one
+// integer compares faster than four fields. Values out of its range (a
+// priority beyond ±127, say) leave exact false and the fields are compared.
+func (k *rankKey) pack() {
+	const maxWork = 1<<44 - 1
+	work := uint64(maxWork)
+	if k.work != 1<<63-1 {
+		if k.work < 0 || k.work >= maxWork {
+			return
+		}
+		work = uint64(k.work)
+	}
+	if k.prio < -128 || k.prio > 127 || k.level < 0 || k.level > 15 || k.gpus < 0 || k.gpus > 255 {
+		return
+	}
+	k.packed = uint64(127-k.prio)<<56 | uint64(k.level)<<52 | work<<8 | uint64(k.gpus)
+	k.exact = true
 }
 
 // Rank returns the queue's indices in the order the policy considers them.
@@ -236,7 +260,16 @@ func (p Policy) Rank(now time.Time, queue []Request) []int {
 
 // less orders two queue keys: aged priority (higher first), service level
 // (lower first), estimated work (shorter first), ready time, ID, position.
-func (p *Policy) less(queue []Request, a, b rankKey) bool {
+func (p *Policy) less(queue []Request, a, b *rankKey) bool {
+	if a.exact && b.exact {
+		if a.packed != b.packed {
+			return a.packed < b.packed
+		}
+		if a.submit != b.submit {
+			return a.submit < b.submit
+		}
+		return p.tie(queue, a, b)
+	}
 	if a.prio != b.prio {
 		return a.prio > b.prio
 	}
@@ -252,6 +285,11 @@ func (p *Policy) less(queue []Request, a, b rankKey) bool {
 	if a.submit != b.submit {
 		return a.submit < b.submit
 	}
+	return p.tie(queue, a, b)
+}
+
+// tie orders keys equal in everything but the request: by ID, then position.
+func (p *Policy) tie(queue []Request, a, b *rankKey) bool {
 	if c := strings.Compare(queue[a.i].ID, queue[b.i].ID); c != 0 {
 		return c < 0
 	}
@@ -282,10 +320,22 @@ func topPriority(queue []Request) int {
 }
 
 func (p *Policy) key(now int64, i int, r *Request, top int) rankKey {
-	k := rankKey{i: i, submit: r.Submit.UnixNano()}
-	if p.ByArrival {
-		return k
+	var k rankKey
+	p.keyInto(&k, now, i, r, top)
+	return k
+}
+
+// keyInto computes request i's key into k (zero).
+func (p *Policy) keyInto(k *rankKey, now int64, i int, r *Request, top int) {
+	k.i, k.submit = i, r.Submit.UnixNano()
+	if !p.ByArrival {
+		p.fields(k, now, r, top)
 	}
+	k.pack()
+}
+
+// fields sets the key's priority, level, work and GPUs.
+func (p *Policy) fields(k *rankKey, now int64, r *Request, top int) {
 	k.prio = r.Priority
 	if p.AgingStep > 0 && now > k.submit {
 		step := p.AgingStep
@@ -307,7 +357,6 @@ func (p *Policy) key(now int64, i int, r *Request, top int) rankKey {
 			k.work = int64(r.Estimate/time.Second) * int64(max(r.GPUs, 1))
 		}
 	}
-	return k
 }
 
 // Schedule decides the whole queue in one pass: a Decision per request, in
@@ -320,12 +369,17 @@ func Schedule(p Policy, st State) []Decision {
 }
 
 // Scheduler runs passes of one policy and reuses its buffers between them:
-// the decisions a pass returns are valid until the next. It is not safe for
-// concurrent use; the simulator keeps one per replay.
+// the decisions a pass returns are valid until the next, and are not to be
+// modified (a terse pass rewrites only what the previous one changed). It
+// is not safe for concurrent use; the simulator keeps one per replay.
 type Scheduler struct {
-	p        Policy
-	keys     []rankKey
-	out      []Decision
+	p    Policy
+	keys []rankKey
+	out  []Decision
+	// After a terse pass, out[:clean] are plain waiting decisions but for
+	// their IDs and the indices in dirty (placed, or a head's).
+	clean    int
+	dirty    []int
 	shapes   []shapeInfo
 	shapeIdx shapeTable
 	ps       pass
@@ -344,18 +398,34 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 	ps.reset(p, &st)
 	if cap(sc.out) < len(st.Queue) {
 		sc.out = make([]Decision, len(st.Queue), 2*len(st.Queue))
+		sc.clean = 0
 	}
 	out := sc.out[:len(st.Queue)]
 	if st.Terse {
 		// Every request waits until the pass places it: most of a long
-		// queue is never looked at once the machine is full.
-		for i := range out {
-			out[i] = Decision{ID: st.Queue[i].ID, Reason: Reason{Code: WaitQueued, Text: "waiting"}, Wait: "waiting"}
+		// queue is never looked at once the machine is full. Decisions
+		// the previous terse pass left waiting need only their IDs.
+		all := sc.out[:cap(sc.out)]
+		for _, i := range sc.dirty {
+			if i < sc.clean {
+				all[i] = waitingDecision
+			}
 		}
+		sc.dirty = sc.dirty[:0]
+		n := min(sc.clean, len(out))
+		for i := range n {
+			out[i].ID = st.Queue[i].ID
+		}
+		for i := n; i < len(out); i++ {
+			out[i] = waitingDecision
+			out[i].ID = st.Queue[i].ID
+		}
+		sc.clean = len(out)
 	} else {
 		for i := range out {
 			out[i] = Decision{ID: st.Queue[i].ID}
 		}
+		sc.clean, sc.dirty = 0, sc.dirty[:0]
 	}
 	// Shapes (GPUs, memory, CPUs, host memory, sharing) group requests that
 	// fit alike; a pass remembers per shape what failed, and stops early
@@ -366,7 +436,9 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 	top, now := topPriority(st.Queue), st.Now.UnixNano()
 	for i := range st.Queue {
 		r := &st.Queue[i]
-		k := p.key(now, i, r, top)
+		sc.keys = append(sc.keys, rankKey{})
+		k := &sc.keys[len(sc.keys)-1]
+		p.keyInto(k, now, i, r, top)
 		sh := shape{r.GPUs, r.MemPerGPUMiB, r.CPUMilli, r.MemMiB, r.Shareable}
 		idx, ok := sc.shapeIdx.find(sh, sc.shapes)
 		if !ok {
@@ -379,7 +451,6 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		}
 		sc.shapes[idx].n++
 		k.shape = idx
-		sc.keys = append(sc.keys, k)
 	}
 	shapes := sc.shapes
 	ps.setDemand(shapes)
@@ -431,6 +502,7 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		c := ps.cycle(req)
 		if pick, host := ps.fit(&c, ps.slots, ps.hosts, true); host >= 0 {
 			ps.place(d, req, pick, host)
+			sc.dirty = append(sc.dirty, k.i)
 			continue
 		}
 		if si.failVer != ps.ver || effEst(req) < si.failEst {
@@ -443,12 +515,17 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		if !headDone && req.GPUs > 0 && ps.everFits(req) {
 			headDone = true
 			ps.head(d, &c)
+			sc.dirty = append(sc.dirty, k.i)
 		}
 		ps.wait(d, req, ahead, si)
 		ahead++
 	}
 	return out
 }
+
+// waitingDecision is a terse pass's decision for a request it has not
+// placed (its ID apart).
+var waitingDecision = Decision{Reason: Reason{Code: WaitQueued, Text: "waiting"}, Wait: "waiting"}
 
 // shape is what decides whether a request fits, besides its estimate.
 type shape struct {
@@ -574,7 +651,7 @@ type keyHeap struct {
 	queue []Request
 }
 
-func (h *keyHeap) less(a, b rankKey) bool { return h.p.less(h.queue, a, b) }
+func (h *keyHeap) less(a, b int) bool { return h.p.less(h.queue, &h.keys[a], &h.keys[b]) }
 
 func (h *keyHeap) init() {
 	for i := len(h.keys)/2 - 1; i >= 0; i-- {
@@ -599,10 +676,10 @@ func (h *keyHeap) down(i int) {
 			return
 		}
 		j := l
-		if r := l + 1; r < n && h.less(h.keys[r], h.keys[l]) {
+		if r := l + 1; r < n && h.less(r, l) {
 			j = r
 		}
-		if !h.less(h.keys[j], h.keys[i]) {
+		if !h.less(j, i) {
 			return
 		}
 		h.keys[i], h.keys[j] = h.keys[j], h.keys[i]

@@ -43,7 +43,9 @@
 //     without one, a run is expected to run as long again as it has), and
 //     others backfill them by their high estimate;
 //   - place to keep free memory usable by the mix of runs the machine
-//     serves (Fragmentation, after FGD), at most three runs on a GPU.
+//     serves (Fragmentation, after FGD), at most three runs on a GPU;
+//     CPU-only stages on the host whose GPUs are most taken, so that CPUs
+//     next to free GPUs stay for GPU stages (SpareGPUHosts).
 //
 // A physical GPU that is a MIG slice's Parent is never offered; its slices
 // are. This package must never import an I/O package (os, net,

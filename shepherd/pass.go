@@ -49,6 +49,7 @@ type pass struct {
 	sSlots            []Slot
 	sHosts            []HostSlot
 	ends              []ending
+	hostGPUFree       []int64
 }
 
 // ending is a running placement and when it is expected to end.
@@ -329,14 +330,7 @@ func (ps *pass) fit(c *Cycle, slots []Slot, hosts []HostSlot, withReserve bool) 
 	c.Hosts = hosts
 	n := c.Req.GPUs
 	if n <= 0 {
-		// CPU-only: the host with the least CPU left that fits (best fit).
-		best := -1
-		for i := range hosts {
-			if hostFits(&hosts[i], c.Req) && (best < 0 || hosts[i].FreeCPUMilli < hosts[best].FreeCPUMilli) {
-				best = i
-			}
-		}
-		return nil, best
+		return nil, ps.cpuHost(c.Req, slots, hosts)
 	}
 	filters := ps.filters
 	if !withReserve {
@@ -437,10 +431,48 @@ func (ps *pass) fit(c *Cycle, slots []Slot, hosts []HostSlot, withReserve bool) 
 	return out, slots[out[0]].HostIdx
 }
 
+// cpuHost chooses the host of a CPU-only request: the one with the least
+// CPU left that fits (best fit) — with SpareGPUHosts, first the one whose
+// GPUs have the least free memory, since CPUs taken on a host with free
+// GPUs may leave those GPUs with no CPUs for the stages that need them.
+func (ps *pass) cpuHost(req *Request, slots []Slot, hosts []HostSlot) int {
+	var gpuFree []int64
+	if ps.p.SpareGPUHosts && len(hosts) > 1 {
+		gpuFree = grow(ps.hostGPUFree, len(hosts))
+		clear(gpuFree)
+		for i := range slots {
+			if slots[i].Healthy {
+				gpuFree[slots[i].HostIdx] += slots[i].Free
+			}
+		}
+		ps.hostGPUFree = gpuFree
+	}
+	best := -1
+	for i := range hosts {
+		if !hostFits(&hosts[i], req) {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		if gpuFree != nil && gpuFree[i] != gpuFree[best] {
+			if gpuFree[i] < gpuFree[best] {
+				best = i
+			}
+			continue
+		}
+		if hosts[i].FreeCPUMilli < hosts[best].FreeCPUMilli {
+			best = i
+		}
+	}
+	return best
+}
+
 // place commits a placement into the pass.
 func (ps *pass) place(d *Decision, req *Request, pick []int, host int) {
 	ps.ver++
-	d.placed = true
+	d.Reason, d.Wait = Reason{}, ""
 	if len(pick) > 0 {
 		d.GPUs = make([]GPU, len(pick))
 	}

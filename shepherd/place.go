@@ -91,7 +91,6 @@ type Decision struct {
 	// Preempt lists running placements (by ID) to stop so that this request
 	// can start at a later pass; the request waits meanwhile.
 	Preempt []string
-	placed  bool // set while a pass is in progress
 }
 
 // Placed reports whether the request may start now.

@@ -67,6 +67,10 @@ type Policy struct {
 	// end, so a large one must not push out many small ones, which is what
 	// costs a busy queue most.
 	PreemptLonger bool
+	// SpareGPUHosts places a CPU-only request on the host whose GPUs have
+	// the least free memory (then best fit by CPU), keeping the CPUs of
+	// hosts with free GPUs for GPU stages.
+	SpareGPUHosts bool
 }
 
 // HerdOptions tune the default policy.
@@ -138,6 +142,7 @@ func Herd(o HerdOptions) Policy {
 		PreemptAfter:      o.PreemptAfter,
 		PreemptForService: true,
 		PreemptLonger:     true,
+		SpareGPUHosts:     true,
 	}
 }
 
@@ -212,6 +217,30 @@ type rankKey struct {
 	gpus   int   // with FewerGPUsFirst; 0 otherwise
 	submit int64
 	shape  int32 // index into the pass's shapes
+	// packed holds prio, level, work and gpus in one number that orders
+	// as they do (see pack); exact says it could hold them.
+	packed uint64
+	exact  bool
+}
+
+// pack fills k.packed so that comparing it compares (prio descending,
+// level, work, gpus): a pass compares keys many times per request, and one
+// integer compares faster than four fields. Values out of its range (a
+// priority beyond ±127, say) leave exact false and the fields are compared.
+func (k *rankKey) pack() {
+	const maxWork = 1<<44 - 1
+	work := uint64(maxWork)
+	if k.work != 1<<63-1 {
+		if k.work < 0 || k.work >= maxWork {
+			return
+		}
+		work = uint64(k.work)
+	}
+	if k.prio < -128 || k.prio > 127 || k.level < 0 || k.level > 15 || k.gpus < 0 || k.gpus > 255 {
+		return
+	}
+	k.packed = uint64(127-k.prio)<<56 | uint64(k.level)<<52 | work<<8 | uint64(k.gpus)
+	k.exact = true
 }
 
 // Rank returns the queue's indices in the order the policy considers them.
@@ -231,7 +260,16 @@ func (p Policy) Rank(now time.Time, queue []Request) []int {
 
 // less orders two queue keys: aged priority (higher first), service level
 // (lower first), estimated work (shorter first), ready time, ID, position.
-func (p *Policy) less(queue []Request, a, b rankKey) bool {
+func (p *Policy) less(queue []Request, a, b *rankKey) bool {
+	if a.exact && b.exact {
+		if a.packed != b.packed {
+			return a.packed < b.packed
+		}
+		if a.submit != b.submit {
+			return a.submit < b.submit
+		}
+		return p.tie(queue, a, b)
+	}
 	if a.prio != b.prio {
 		return a.prio > b.prio
 	}
@@ -247,6 +285,11 @@ func (p *Policy) less(queue []Request, a, b rankKey) bool {
 	if a.submit != b.submit {
 		return a.submit < b.submit
 	}
+	return p.tie(queue, a, b)
+}
+
+// tie orders keys equal in everything but the request: by ID, then position.
+func (p *Policy) tie(queue []Request, a, b *rankKey) bool {
 	if c := strings.Compare(queue[a.i].ID, queue[b.i].ID); c != 0 {
 		return c < 0
 	}
@@ -277,10 +320,22 @@ func topPriority(queue []Request) int {
 }
 
 func (p *Policy) key(now int64, i int, r *Request, top int) rankKey {
-	k := rankKey{i: i, submit: r.Submit.UnixNano()}
-	if p.ByArrival {
-		return k
+	var k rankKey
+	p.keyInto(&k, now, i, r, top)
+	return k
+}
+
+// keyInto computes request i's key into k (zero).
+func (p *Policy) keyInto(k *rankKey, now int64, i int, r *Request, top int) {
+	k.i, k.submit = i, r.Submit.UnixNano()
+	if !p.ByArrival {
+		p.fields(k, now, r, top)
 	}
+	k.pack()
+}
+
+// fields sets the key's priority, level, work and GPUs.
+func (p *Policy) fields(k *rankKey, now int64, r *Request, top int) {
 	k.prio = r.Priority
 	if p.AgingStep > 0 && now > k.submit {
 		step := p.AgingStep
@@ -302,7 +357,6 @@ func (p *Policy) key(now int64, i int, r *Request, top int) rankKey {
 			k.work = int64(r.Estimate/time.Second) * int64(max(r.GPUs, 1))
 		}
 	}
-	return k
 }
 
 // Schedule decides the whole queue in one pass: a Decision per request, in
@@ -315,14 +369,19 @@ func Schedule(p Policy, st State) []Decision {
 }
 
 // Scheduler runs passes of one policy and reuses its buffers between them:
-// the decisions a pass returns are valid until the next. It is not safe for
-// concurrent use; the simulator keeps one per replay.
+// the decisions a pass returns are valid until the next, and are not to be
+// modified (a terse pass rewrites only what the previous one changed). It
+// is not safe for concurrent use; the simulator keeps one per replay.
 type Scheduler struct {
-	p        Policy
-	keys     []rankKey
-	out      []Decision
+	p    Policy
+	keys []rankKey
+	out  []Decision
+	// After a terse pass, out[:clean] are plain waiting decisions but for
+	// their IDs and the indices in dirty (placed, or a head's).
+	clean    int
+	dirty    []int
 	shapes   []shapeInfo
-	shapeIdx map[shape]int32
+	shapeIdx shapeTable
 	ps       pass
 }
 
@@ -339,37 +398,59 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 	ps.reset(p, &st)
 	if cap(sc.out) < len(st.Queue) {
 		sc.out = make([]Decision, len(st.Queue), 2*len(st.Queue))
+		sc.clean = 0
 	}
 	out := sc.out[:len(st.Queue)]
-	for i := range out {
-		out[i] = Decision{ID: st.Queue[i].ID}
+	if st.Terse {
+		// Every request waits until the pass places it: most of a long
+		// queue is never looked at once the machine is full. Decisions
+		// the previous terse pass left waiting need only their IDs.
+		all := sc.out[:cap(sc.out)]
+		for _, i := range sc.dirty {
+			if i < sc.clean {
+				all[i] = waitingDecision
+			}
+		}
+		sc.dirty = sc.dirty[:0]
+		n := min(sc.clean, len(out))
+		for i := range n {
+			out[i].ID = st.Queue[i].ID
+		}
+		for i := n; i < len(out); i++ {
+			out[i] = waitingDecision
+			out[i].ID = st.Queue[i].ID
+		}
+		sc.clean = len(out)
+	} else {
+		for i := range out {
+			out[i] = Decision{ID: st.Queue[i].ID}
+		}
+		sc.clean, sc.dirty = 0, sc.dirty[:0]
 	}
 	// Shapes (GPUs, memory, CPUs, host memory, sharing) group requests that
 	// fit alike; a pass remembers per shape what failed, and stops early
 	// once every shape in the queue has failed.
 	sc.keys = sc.keys[:0]
 	sc.shapes = sc.shapes[:0]
-	clear(sc.shapeIdx)
-	if sc.shapeIdx == nil {
-		sc.shapeIdx = map[shape]int32{}
-	}
+	sc.shapeIdx.reset()
 	top, now := topPriority(st.Queue), st.Now.UnixNano()
 	for i := range st.Queue {
 		r := &st.Queue[i]
-		k := p.key(now, i, r, top)
+		sc.keys = append(sc.keys, rankKey{})
+		k := &sc.keys[len(sc.keys)-1]
+		p.keyInto(k, now, i, r, top)
 		sh := shape{r.GPUs, r.MemPerGPUMiB, r.CPUMilli, r.MemMiB, r.Shareable}
-		idx, ok := sc.shapeIdx[sh]
+		idx, ok := sc.shapeIdx.find(sh, sc.shapes)
 		if !ok {
 			idx = int32(len(sc.shapes))
-			sc.shapeIdx[sh] = idx
-			sc.shapes = append(sc.shapes, shapeInfo{minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1,
+			sc.shapeIdx.add(sh, idx)
+			sc.shapes = append(sc.shapes, shapeInfo{key: sh, minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1,
 				rep: Request{GPUs: r.GPUs, MemPerGPUMiB: r.MemPerGPUMiB, CPUMilli: r.CPUMilli, MemMiB: r.MemMiB, Shareable: r.Shareable}})
 		} else {
 			sc.shapes[idx].minEst = min(sc.shapes[idx].minEst, effEst(r))
 		}
 		sc.shapes[idx].n++
 		k.shape = idx
-		sc.keys = append(sc.keys, k)
 	}
 	shapes := sc.shapes
 	ps.setDemand(shapes)
@@ -421,6 +502,7 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		c := ps.cycle(req)
 		if pick, host := ps.fit(&c, ps.slots, ps.hosts, true); host >= 0 {
 			ps.place(d, req, pick, host)
+			sc.dirty = append(sc.dirty, k.i)
 			continue
 		}
 		if si.failVer != ps.ver || effEst(req) < si.failEst {
@@ -433,23 +515,17 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		if !headDone && req.GPUs > 0 && ps.everFits(req) {
 			headDone = true
 			ps.head(d, &c)
+			sc.dirty = append(sc.dirty, k.i)
 		}
 		ps.wait(d, req, ahead, si)
 		ahead++
 	}
-	if st.Terse {
-		for i := range out {
-			if out[i].Host != "" || out[i].GPUs != nil || out[i].Wait != "" || out[i].placed {
-				continue
-			}
-			ps.wait(&out[i], &st.Queue[i], 0, nil) // left in the heap: nothing could place them
-		}
-	}
-	for i := range out {
-		out[i].placed = false
-	}
 	return out
 }
+
+// waitingDecision is a terse pass's decision for a request it has not
+// placed (its ID apart).
+var waitingDecision = Decision{Reason: Reason{Code: WaitQueued, Text: "waiting"}, Wait: "waiting"}
 
 // shape is what decides whether a request fits, besides its estimate.
 type shape struct {
@@ -459,12 +535,72 @@ type shape struct {
 	share      bool
 }
 
+// shapeTable finds a shape's index in a pass's shapes: an open-addressing
+// hash table of indices, which costs a fraction of a map lookup per queued
+// request (the pass looks up every one).
+type shapeTable struct {
+	slots  []int32  // index+1 into the shapes; 0 = empty
+	hashes []uint64 // per shape index
+}
+
+func (t *shapeTable) reset() {
+	if len(t.slots) == 0 {
+		t.slots = make([]int32, 64)
+	}
+	clear(t.slots)
+	t.hashes = t.hashes[:0]
+}
+
+func (sh shape) hash() uint64 {
+	h := uint64(sh.gpus)*0x9E3779B97F4A7C15 ^ uint64(sh.mem)*0xC2B2AE3D27D4EB4F ^
+		uint64(sh.cpu)*0x165667B19E3779F9 ^ uint64(sh.hostM)*0x27D4EB2F165667C5
+	if sh.share {
+		h ^= 0x85EBCA77C2B2AE63
+	}
+	return h ^ h>>29
+}
+
+func (t *shapeTable) find(sh shape, shapes []shapeInfo) (int32, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := sh.hash() & mask; ; i = (i + 1) & mask {
+		v := t.slots[i]
+		if v == 0 {
+			return 0, false
+		}
+		if shapes[v-1].key == sh {
+			return v - 1, true
+		}
+	}
+}
+
+// add records shape idx (the next index); the table doubles at half full.
+func (t *shapeTable) add(sh shape, idx int32) {
+	t.hashes = append(t.hashes, sh.hash())
+	if 2*len(t.hashes) > len(t.slots) {
+		t.slots = make([]int32, 2*len(t.slots))
+		for k := range t.hashes[:len(t.hashes)-1] {
+			t.insert(t.hashes[k], int32(k))
+		}
+	}
+	t.insert(t.hashes[idx], idx)
+}
+
+func (t *shapeTable) insert(h uint64, idx int32) {
+	mask := uint64(len(t.slots) - 1)
+	i := h & mask
+	for t.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = idx + 1
+}
+
 // shapeInfo is what a pass knows about one request shape: the shortest
 // estimate among its requests, and the shortest estimate that failed to fit
 // at slot version failVer — a request of the same shape with an estimate at
 // least as long fails too (see Filter). deadVer: every request of the shape
 // is known to fail at that version.
 type shapeInfo struct {
+	key              shape
 	minEst           time.Duration
 	failEst          time.Duration
 	failVer, deadVer int
@@ -515,7 +651,7 @@ type keyHeap struct {
 	queue []Request
 }
 
-func (h *keyHeap) less(a, b rankKey) bool { return h.p.less(h.queue, a, b) }
+func (h *keyHeap) less(a, b int) bool { return h.p.less(h.queue, &h.keys[a], &h.keys[b]) }
 
 func (h *keyHeap) init() {
 	for i := len(h.keys)/2 - 1; i >= 0; i-- {
@@ -540,10 +676,10 @@ func (h *keyHeap) down(i int) {
 			return
 		}
 		j := l
-		if r := l + 1; r < n && h.less(h.keys[r], h.keys[l]) {
+		if r := l + 1; r < n && h.less(r, l) {
 			j = r
 		}
-		if !h.less(h.keys[j], h.keys[i]) {
+		if !h.less(j, i) {
 			return
 		}
 		h.keys[i], h.keys[j] = h.keys[j], h.keys[i]

@@ -356,3 +356,17 @@ func TestByName(t *testing.T) {
 	_, err := ByName("sjf")
 	require.EqualError(t, err, `unknown policy "sjf": choose one of herd, bestfit, las, fifo`)
 }
+
+// TestRankOrdersPrioritiesOfAnySize: the packed key a pass compares
+// covers priorities of ±127; beyond, the fields are compared, in the same
+// order.
+func TestRankOrdersPrioritiesOfAnySize(t *testing.T) {
+	var q []Request
+	for i, prio := range []int{5, 1000, -1000, 0, 127, -128, 128, 5} {
+		q = append(q, Request{ID: fmt.Sprintf("r%d", i), GPUs: 1, Priority: prio, Submit: t0.Add(time.Duration(i) * time.Second)})
+	}
+	for _, p := range []Policy{BestFit(), LAS()} {
+		got := p.Rank(t0, q)
+		require.Equal(t, []int{1, 6, 4, 0, 7, 3, 5, 2}, got, p.Name)
+	}
+}

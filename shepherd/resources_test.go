@@ -120,3 +120,27 @@ func TestWaitReasonsNameSlices(t *testing.T) {
 	require.Equal(t, "GPU 0 MIG 1 (3g.40gb)", d.Reason.LargestFreeOn)
 	require.Equal(t, "needs 1×30 GiB; largest free is 20 GiB on GPU 0 MIG 1 (3g.40gb); first in line", d.Wait)
 }
+
+// TestCPUOnlyStagesSpareHostsWithFreeGPUs: herd puts a CPU-only stage on
+// the host whose GPUs are taken, not on the one (tighter on CPUs, which
+// best fit would choose) whose free GPU would be left without CPUs.
+func TestCPUOnlyStagesSpareHostsWithFreeGPUs(t *testing.T) {
+	inv := Inventory{
+		GPUs: []GPU{
+			{Index: 0, UUID: "a0", TotalMiB: 80 * gib, FreeMiB: 80 * gib, Healthy: true, Host: "a"},
+			{Index: 1, UUID: "b0", TotalMiB: 80 * gib, FreeMiB: 0, Healthy: true, Host: "b"},
+		},
+		Hosts: []Host{{Name: "a", CPUMilli: 8000, MemMiB: 64 * gib}, {Name: "b", CPUMilli: 16000, MemMiB: 64 * gib}},
+	}
+	busy := []Running{{ID: "on-b", GPUs: []string{"b0"}, Host: "b", MemPerGPUMiB: 80 * gib, CPUMilli: 4000, Start: t0}}
+	q := []Request{{ID: "cpu", CPUMilli: 6000, Submit: t0}}
+	herd := Schedule(Herd(HerdOptions{}), State{Inventory: inv, Running: busy, Queue: q, Now: t0})
+	require.True(t, herd[0].Placed(), herd[0].Wait)
+	require.Equal(t, "b", herd[0].Host)
+	bf := Schedule(BestFit(), State{Inventory: inv, Running: busy, Queue: q, Now: t0})
+	require.Equal(t, "a", bf[0].Host, "best fit takes the host with the fewest CPUs left")
+	// The GPU stage that follows still finds CPUs next to the free GPU.
+	q = []Request{{ID: "cpu", CPUMilli: 6000, Submit: t0}, {ID: "gpu", GPUs: 1, MemPerGPUMiB: 40 * gib, CPUMilli: 4000, Submit: t0.Add(time.Second)}}
+	herd = Schedule(Herd(HerdOptions{}), State{Inventory: inv, Running: busy, Queue: q, Now: t0})
+	require.True(t, herd[0].Placed() && herd[1].Placed(), "%s / %s", herd[0].Wait, herd[1].Wait)
+}

@@ -20,6 +20,15 @@ var ablations = map[string]func(p *shepherd.Policy){
 	"reserve": func(p *shepherd.Policy) { *p = shepherd.Herd(shepherd.HerdOptions{Reserve: true}) },
 	// Preempt for priority and service regardless of the work displaced.
 	"anypreempt": func(p *shepherd.Policy) { p.PreemptLonger = false },
+	// Spare a spot run for 2 h after it starts.
+	"preempt2h": func(p *shepherd.Policy) { p.PreemptAfter = 2 * time.Hour },
+	// Pack as best fit does (least free memory first).
+	"tight": func(p *shepherd.Policy) { p.Scorers = []shepherd.Scorer{shepherd.LeastFree{}} },
+	// No sharing limit, packed as best fit does.
+	"tightall": func(p *shepherd.Policy) {
+		p.Filters[4] = shepherd.Share{}
+		p.Scorers = []shepherd.Scorer{shepherd.LeastFree{}}
+	},
 	// No preemption at all.
 	"nopreempt": func(p *shepherd.Policy) { p.Preempt = false },
 	// Age without a cap: old runs overtake the most urgent.

@@ -168,11 +168,43 @@ func stat(rs []Report, f func(Report) float64) (mean, lo, hi float64) {
 type Ratio struct{ Mean, Worst, Best float64 }
 
 // ratio compares f of cell a to cell b over their slices.
-func ratio(a, b *Cell, f func(Report) float64) Ratio {
+func ratio(a, b *Cell, f func(Report) float64) Ratio { return ratioOver(a, b, f, nil) }
+
+// seedRatio is ratio with its mean the median over seeds of each seed's
+// geometric mean (groups: the slices of each seed); worst and best are
+// over every slice of every seed.
+func seedRatio(a, b *Cell, f func(Report) float64, groups [][]int) Ratio {
+	all := ratio(a, b, f)
+	if len(groups) < 2 {
+		return all
+	}
+	var means []float64
+	for _, g := range groups {
+		means = append(means, ratioOver(a, b, f, g).Mean)
+	}
+	slices.Sort(means)
+	m := means[len(means)/2]
+	if len(means)%2 == 0 {
+		m = math.Sqrt(means[len(means)/2-1] * m)
+	}
+	all.Mean = m
+	return all
+}
+
+// ratioOver is ratio over the slices idx (nil: all).
+func ratioOver(a, b *Cell, f func(Report) float64, idx []int) Ratio {
 	r := Ratio{Worst: math.Inf(-1), Best: math.Inf(1)}
 	var logs float64
 	n := 0
-	for i := range a.Reports {
+	count := len(a.Reports)
+	if idx != nil {
+		count = len(idx)
+	}
+	for k := range count {
+		i := k
+		if idx != nil {
+			i = idx[k]
+		}
 		x, y := f(a.Reports[i]), f(b.Reports[i])
 		if y <= 0 || x <= 0 {
 			continue

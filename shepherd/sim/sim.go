@@ -67,9 +67,9 @@ type sjob struct {
 	end       float64
 	ran       float64 // wall seconds of earlier attempts
 	ready     float64 // when it last joined the queue
-	req       shepherd.Request
 	placed    shepherd.Running
 	preempted int
+	kid       int // the predictor's key, as an index into state.keys
 }
 
 // Replay runs jobs (sorted by Submit) to completion on cfg's machine and
@@ -101,8 +101,6 @@ func replay(jobs []Job, cfg Config, h hooks) (Report, []*sjob) {
 		tenants: make([]int, cfg.GPUs), hooks: h}
 	if cfg.Estimates.Mode == "predicted" {
 		s.pred = predict.New(predict.Options{})
-		s.memo = memo{p: s.pred, at: -1}
-		s.learnt = map[string]bool{}
 	}
 	for i := range s.free {
 		s.free[i] = cfg.GPUMiB
@@ -113,6 +111,9 @@ func replay(jobs []Job, cfg Config, h hooks) (Report, []*sjob) {
 		if j.GPUs > cfg.GroupSize && cfg.Policy.Gang || j.GPUs > cfg.GPUs {
 			s.rep.Refused++
 			continue
+		}
+		if s.pred != nil {
+			sj.kid = s.keyID(predictKey(&sj.Job))
 		}
 		all = append(all, sj)
 	}
@@ -138,9 +139,9 @@ func replay(jobs []Job, cfg Config, h hooks) (Report, []*sjob) {
 				r.ran += s.t - r.start
 				s.done = append(s.done, r)
 				if s.pred != nil {
-					run := predict.Run{Key: predictKey(&r.Job), Duration: seconds(r.ran)}
+					run := predict.Run{Key: s.keys[r.kid].name, Duration: seconds(r.ran)}
 					s.pred.Observe(run)
-					s.learnt[run.Key] = true
+					s.keys[r.kid].learnt = true
 					if s.hooks.learn != nil {
 						s.hooks.learn(s.t, run)
 					}
@@ -166,9 +167,9 @@ type state struct {
 	cfg     Config
 	sched   *shepherd.Scheduler
 	pred    *predict.Predictor
-	predVer int             // the predictor's version the queue's requests were built at
-	memo    memo            // the predictor's answers per key, at its version
-	learnt  map[string]bool // keys the predictor learnt about since the queue was rebuilt
+	predVer int // the predictor's version the queue's requests were built at
+	keys    []predKey
+	keyIdx  map[string]int
 	hooks   hooks
 	inv     shepherd.Inventory
 	free    []int64
@@ -218,22 +219,22 @@ func (s *state) advance(t float64) {
 func (s *state) enqueue(j *sjob) {
 	j.ready = s.t
 	s.queue = append(s.queue, j)
-	s.reqs = append(s.reqs, s.request(j))
+	s.reqs = append(s.reqs, shepherd.Request{})
+	s.request(j, &s.reqs[len(s.reqs)-1])
 }
 
 // request builds a queued job's request from its need at this moment, as
 // the engine builds a ready stage's at every pass: with the predictor's
 // latest answer.
-func (s *state) request(j *sjob) shepherd.Request {
+func (s *state) request(j *sjob, r *shepherd.Request) {
 	var p predict.Source
 	if s.pred != nil {
-		p = &s.memo
+		p = s.answer(j.kid)
 	}
-	j.req = shepherd.Build(NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, p))
+	*r = shepherd.Build(NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, p))
 	if s.hooks.request != nil {
-		s.hooks.request(s.t, &j.Job, j.req)
+		s.hooks.request(s.t, &j.Job, *r)
 	}
-	return j.req
 }
 
 // mightPlace says whether an arrival could change anything: some GPU has
@@ -314,25 +315,43 @@ func (s *state) schedule() {
 		}
 		if s.pred != nil && s.predVer != s.pred.Version() {
 			// Only jobs whose key the predictor learnt about can get
-			// another answer; the rest keep their requests.
+			// another answer, and only those whose answer moved need
+			// their request built again; the rest keep theirs.
 			s.predVer = s.pred.Version()
-			for i, j := range s.queue {
-				if s.learnt[predictKey(&j.Job)] {
-					s.reqs[i] = s.request(j)
+			moved := false
+			for k := range s.keys {
+				pk := &s.keys[k]
+				if !pk.learnt {
+					continue
+				}
+				pk.learnt = false
+				old := pk.est
+				pk.ver = -1
+				e := s.answer(k).est
+				pk.moved = e.Median != old.Median || e.High != old.High
+				moved = moved || pk.moved
+			}
+			if moved {
+				for i, j := range s.queue {
+					if s.keys[j.kid].moved {
+						s.request(j, &s.reqs[i])
+					}
 				}
 			}
-			clear(s.learnt)
 		}
 		s.rep.Passes++
 		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true})
 		var victims []string
 		var touched []int
 		keep := 0
-		for i, d := range ds {
+		for i := range ds {
+			d := &ds[i]
 			j := s.queue[i]
 			if !d.Placed() {
 				victims = append(victims, d.Preempt...)
-				s.queue[keep], s.reqs[keep] = j, s.reqs[i]
+				if keep != i {
+					s.queue[keep], s.reqs[keep] = j, s.reqs[i]
+				}
 				keep++
 				continue
 			}
@@ -349,7 +368,7 @@ func (s *state) schedule() {
 			if j.first < 0 {
 				j.first = s.t
 			}
-			j.placed = j.req.Placement(d.GPUs, d.Host, at(s.t))
+			j.placed = s.reqs[i].Placement(d.GPUs, d.Host, at(s.t))
 			s.running = append(s.running, j)
 			touched = append(touched, j.gpus...)
 		}
@@ -375,27 +394,39 @@ func (s *state) schedule() {
 	}
 }
 
-// memo answers for the predictor, keeping each key's answer until the
-// predictor learns again: a trace's jobs have no parameters, so one answer
-// per key holds for all its queued jobs.
-type memo struct {
-	p  *predict.Predictor
-	at int
-	m  map[string]predict.Estimate
+// predKey is one of the predictor's keys in a replay: its latest answer
+// (asked again only when the predictor learnt something new about it).
+type predKey struct {
+	name   string
+	est    predict.Estimate
+	ver    int  // the predictor's version est was asked at; -1: ask again
+	learnt bool // the predictor learnt about it since the queue was rebuilt
+	moved  bool // its answer changed at the last rebuild
 }
 
-// Predict implements predict.Source.
-func (m *memo) Predict(q predict.Query) predict.Estimate {
-	if len(q.Params) > 0 {
-		return m.p.Predict(q)
+// keyID is the index of a predictor key, added when new.
+func (s *state) keyID(name string) int {
+	if s.keyIdx == nil {
+		s.keyIdx = map[string]int{}
 	}
-	if v := m.p.Version(); v != m.at || m.m == nil {
-		m.at, m.m = v, map[string]predict.Estimate{}
+	if i, ok := s.keyIdx[name]; ok {
+		return i
 	}
-	e, ok := m.m[q.Key]
-	if !ok {
-		e = m.p.Predict(q)
-		m.m[q.Key] = e
-	}
-	return e
+	s.keyIdx[name] = len(s.keys)
+	s.keys = append(s.keys, predKey{name: name, ver: -1})
+	return len(s.keys) - 1
 }
+
+// answer is key k's answer at the predictor's version, as a Source: a
+// trace's jobs have no parameters, so one answer per key holds for all its
+// queued jobs.
+func (s *state) answer(k int) *predKey {
+	pk := &s.keys[k]
+	if v := s.pred.Version(); pk.ver != v {
+		pk.est, pk.ver = s.pred.Predict(predict.Query{Key: pk.name}), v
+	}
+	return pk
+}
+
+// Predict implements predict.Source for the key's own queries.
+func (pk *predKey) Predict(predict.Query) predict.Estimate { return pk.est }

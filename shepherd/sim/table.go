@@ -69,6 +69,7 @@ func Summary(cells []Cell) string {
 // herd against bestfit per virtual cluster.
 func PhillyMarkdown(slices []Slice, cells []Cell, seeds []uint64) string {
 	var b strings.Builder
+	groups := seedGroups(slices)
 	clusters := map[string]int{}
 	jobs := 0
 	for _, s := range slices {
@@ -78,7 +79,11 @@ func PhillyMarkdown(slices []Slice, cells []Cell, seeds []uint64) string {
 	fmt.Fprintf(&b, "\n### Philly: %d windows of 14 days from %d virtual clusters on 8×80 GiB\n\n", len(slices), len(clusters))
 	fmt.Fprintf(&b, "Every virtual cluster's 14-day windows (tiling the trace from its first job) with at least 200 jobs of ≤ 8 GPUs: %d jobs in all", jobs)
 	fmt.Fprintf(&b, " (%s); seeds %v for what the trace lacks. Arrival gaps are rescaled per window to the load. ", clusterList(clusters), seeds)
-	b.WriteString("Ratios are the geometric mean over the windows of herd's figure over the reference's in the same window, with the worst window in brackets; ")
+	if len(groups) > 1 {
+		b.WriteString("Ratios are the median over the seeds of the geometric mean over the windows of herd's figure over the reference's in the same window, with the worst window of any seed in brackets; averages are over every window of every seed; ")
+	} else {
+		b.WriteString("Ratios are the geometric mean over the windows of herd's figure over the reference's in the same window, with the worst window in brackets; ")
+	}
 	b.WriteString("\"lowest class max wait\" is the largest queueing delay of a spot (priority 0) job over max(its run time, 10 min), the worst window's.\n\n")
 	b.WriteString("| load | setup | avg JCT (h) | p95 wait (h) | JCT vs bestfit | p95 wait vs bestfit | JCT vs las | windows worse than bestfit | lowest class max wait / run time | preemptions per window | GPU busy |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -93,11 +98,29 @@ func PhillyMarkdown(slices []Slice, cells []Cell, seeds []uint64) string {
 		pre, _, _ := stat(c.Reports, func(r Report) float64 { return float64(r.Preemptions) })
 		util, _, _ := stat(c.Reports, func(r Report) float64 { return r.GPUUtil })
 		fmt.Fprintf(&b, "| %.1f | %s | %.1f | %.0f | %s | %s | %s | %s | %.0f | %.0f | %.0f%% |\n", c.Load, c.Setup.Name(), mj/3600, mw/3600,
-			ratioText(c, bf, jct), ratioText(c, bf, p95), ratioText(c, las, jct), worse(c, bf), starve, pre, 100*util)
+			ratioText(c, bf, jct, groups), ratioText(c, bf, p95, groups), ratioText(c, las, jct, groups), worse(c, bf), starve, pre, 100*util)
 	}
-	b.WriteString(targets(cells))
+	b.WriteString(targets(cells, groups))
 	b.WriteString(perCluster(slices, cells))
 	return b.String()
+}
+
+// seedGroups is the slices of each seed (a cluster named "c#seed" when
+// several seeds were replayed), in order of first appearance.
+func seedGroups(slices []Slice) [][]int {
+	idx := map[string]int{}
+	var out [][]int
+	for i, s := range slices {
+		_, seed, _ := strings.Cut(s.Cluster, "#")
+		k, ok := idx[seed]
+		if !ok {
+			k = len(out)
+			idx[seed] = k
+			out = append(out, nil)
+		}
+		out[k] = append(out[k], i)
+	}
+	return out
 }
 
 func clusterList(m map[string]int) string {
@@ -108,11 +131,11 @@ func clusterList(m map[string]int) string {
 	return "windows per cluster " + strings.Join(parts, ", ")
 }
 
-func ratioText(c, ref *Cell, f func(Report) float64) string {
+func ratioText(c, ref *Cell, f func(Report) float64, groups [][]int) string {
 	if ref == nil || ref == c {
 		return "–"
 	}
-	r := ratio(c, ref, f)
+	r := seedRatio(c, ref, f, groups)
 	return fmt.Sprintf("%.2f× (%.2f×)", r.Mean, r.Worst)
 }
 
@@ -131,7 +154,7 @@ func worse(c, ref *Cell) string {
 }
 
 // targets checks the shepherd's targets at loads of 0.8 and more.
-func targets(cells []Cell) string {
+func targets(cells []Cell, groups [][]int) string {
 	var b strings.Builder
 	b.WriteString("\n**Targets at load ≥ 0.8** (checked by the command that wrote this table):\n\n")
 	b.WriteString("| load | target | herd | verdict |\n|---|---|---|---|\n")
@@ -153,13 +176,13 @@ func targets(cells []Cell) string {
 		if bf == nil {
 			continue
 		}
-		rb, rw := ratio(c, bf, jct), ratio(c, bf, p95)
+		rb, rw := seedRatio(c, bf, jct, groups), seedRatio(c, bf, p95, groups)
 		name := c.Setup.Estimates.String()
 		switch name {
 		case "predicted", "noisy:0.5":
 			row(c.Load, "avg JCT ≤ 0.70× bestfit's, "+name, fmt.Sprintf("%.2f×", rb.Mean), rb.Mean <= 0.70)
 			if las != nil {
-				rl := ratio(c, las, jct)
+				rl := seedRatio(c, las, jct, groups)
 				row(c.Load, "avg JCT ≤ las's, "+name, fmt.Sprintf("%.2f×", rl.Mean), rl.Mean <= 1)
 			}
 		case "none":

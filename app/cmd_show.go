@@ -252,7 +252,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 			}
 			d = end.Sub(st.StartedAt)
 		}
-		tw.row(st.Name, string(st.State), fmt.Sprintf("%d/%d", st.Attempts, st.MaxAttempts), exit, duration(d), st.Reason)
+		tw.row(st.Name, string(st.State), st.AttemptsText(), exit, duration(d), st.Reason)
 	}
 	if err := tw.flush(); err != nil {
 		return err

@@ -82,6 +82,9 @@ type Engine struct {
 	// Owned by the loop goroutine.
 	runs    map[string]*liveRun
 	unswept map[string]bool // executors whose leftovers are still to be swept
+	// unrecorded are attempt ends that could not be recorded yet (the
+	// database was full or locked); they are recorded again on each tick.
+	unrecorded []result
 }
 
 // New returns an engine over a data directory.

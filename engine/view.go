@@ -59,20 +59,34 @@ type RunInfo struct {
 
 // StageInfo is the read model of one stage of a run.
 type StageInfo struct {
-	Name        string        `json:"name"`
-	Needs       []string      `json:"needs"`
-	State       State         `json:"state"`
-	Attempts    int           `json:"attempts"`     // started so far
-	MaxAttempts int           `json:"max_attempts"` // 1 + retries
-	ExitCode    *int          `json:"exit_code"`
-	Reason      string        `json:"reason"`
-	GPUs        int           `json:"gpus"`
-	StartedAt   time.Time     `json:"started_at,omitzero"`
-	FinishedAt  time.Time     `json:"finished_at,omitzero"`
-	History     []AttemptInfo `json:"history"`
+	Name        string   `json:"name"`
+	Needs       []string `json:"needs"`
+	State       State    `json:"state"`
+	Attempts    int      `json:"attempts"`     // started so far
+	MaxAttempts int      `json:"max_attempts"` // 1 + retries + free attempts
+	// SentinelAttempts counts the attempts the sentinel asked for (they
+	// spend none of the template's retries).
+	SentinelAttempts int           `json:"sentinel_attempts,omitempty"`
+	ExitCode         *int          `json:"exit_code"`
+	Reason           string        `json:"reason"`
+	GPUs             int           `json:"gpus"`
+	StartedAt        time.Time     `json:"started_at,omitzero"`
+	FinishedAt       time.Time     `json:"finished_at,omitzero"`
+	History          []AttemptInfo `json:"history"`
 	// Failure, for a failed stage, is why its last attempt failed (set by
 	// Engine.Run).
 	Failure *FailureInfo `json:"failure,omitempty"`
+}
+
+// AttemptsText says how many attempts a stage has had of how many it may
+// have, and how many of them the sentinel asked for: "2 of 2, 1 by the
+// sentinel".
+func (s StageInfo) AttemptsText() string {
+	t := fmt.Sprintf("%d of %d", s.Attempts, s.MaxAttempts)
+	if s.SentinelAttempts > 0 {
+		t += fmt.Sprintf(", %d by the sentinel", s.SentinelAttempts)
+	}
+	return t
 }
 
 // AttemptInfo is one attempt of a stage.
@@ -130,8 +144,9 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 	}
 	for _, s := range stages {
 		si := StageInfo{
-			Name: s.Name, Needs: s.Needs, State: State(s.State), Attempts: s.Attempts, MaxAttempts: s.Retries + 1,
-			ExitCode: s.ExitCode, Reason: s.Reason, GPUs: s.GPUs, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+			Name: s.Name, Needs: s.Needs, State: State(s.State), Attempts: s.Attempts, MaxAttempts: s.MaxAttempts(),
+			SentinelAttempts: s.SentinelAttempts,
+			ExitCode:         s.ExitCode, Reason: s.Reason, GPUs: s.GPUs, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 		}
 		for _, a := range attempts {
 			if a.Stage == s.Name {

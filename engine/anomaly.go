@@ -166,7 +166,7 @@ func (e *Engine) recordAnomaly(ctx context.Context, a sentinel.Anomaly) {
 	ev := storage.Event{RunID: a.Run, Stage: a.Stage, GPU: a.GPU, Kind: string(a.Kind),
 		Severity: string(a.Severity), Message: a.Message, Fix: a.Fix, Evidence: a.Evidence.JSON(), At: a.At}
 	if _, err := e.store.AddEvent(ctx, ev); err != nil {
-		e.log.Warn("store anomaly", "kind", a.Kind, "run", a.Run, "err", err)
+		e.logWarn(ctx, "store anomaly", "kind", a.Kind, "run", a.Run, "err", err)
 	}
 	e.events.Publish(Event{Kind: AnomalyRaised, RunID: a.Run, Stage: a.Stage, Reason: a.Message, Severity: string(a.Severity), At: a.At})
 }
@@ -266,7 +266,7 @@ func (e *Engine) notify(ctx context.Context, lr *liveRun, ls *liveStage, a senti
 func (e *Engine) recordNote(ctx context.Context, lr *liveRun, ls *liveStage, kind, msg string) {
 	ev := storage.Event{RunID: lr.run.ID, Stage: ls.st.Name, Kind: "action_" + kind, Severity: "info", Message: msg, At: time.Now()}
 	if _, err := e.store.AddEvent(ctx, ev); err != nil {
-		e.log.Warn("store action", "run", lr.run.ID, "err", err)
+		e.logWarn(ctx, "store action", "run", lr.run.ID, "err", err)
 	}
 	e.events.Publish(Event{Kind: AnomalyRaised, RunID: lr.run.ID, Stage: ls.st.Name, Reason: msg, Severity: "info"})
 }

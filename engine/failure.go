@@ -117,7 +117,7 @@ func (e *Engine) diagnose(ctx context.Context, lr *liveRun, ls *liveStage, exit 
 		}
 		if _, err := e.store.AddEvent(ctx, storage.Event{RunID: lr.run.ID, Stage: ls.st.Name, Kind: failureKind,
 			Severity: storage.SeverityWarning, Message: msg, Fix: info.Fix, Evidence: string(ev), At: time.Now()}); err != nil {
-			e.log.Warn("record why an attempt failed", "run", lr.run.ID, "err", err)
+			e.logWarn(ctx, "record why an attempt failed", "run", lr.run.ID, "err", err)
 		}
 	}
 	if !ok || h.Cause != sentinel.CauseCUDAOOM {

@@ -99,6 +99,9 @@ func (e *Engine) Drive(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case r := <-e.results:
+			if ctx.Err() != nil {
+				return nil // stopping: what is left is the next owner's
+			}
 			e.handle(ctx, r)
 		case <-e.wake:
 			e.sync(ctx)
@@ -151,7 +154,7 @@ func (e *Engine) sweep(ctx context.Context) {
 		case errors.Is(err, executor.ErrUnavailable):
 			continue // try again on a later tick
 		case err != nil:
-			e.log.Warn("sweep leftover attempts", "executor", name, "err", err)
+			e.logWarn(ctx, "sweep leftover attempts", "executor", name, "err", err)
 		}
 		delete(e.unswept, name)
 	}
@@ -181,13 +184,16 @@ func (e *Engine) acquire(ctx context.Context) (*ownerLock, error) {
 func (e *Engine) sync(ctx context.Context) {
 	runs, err := e.store.ListRuns(ctx, storage.RunFilter{States: []storage.RunState{storage.RunQueued, storage.RunRunning}})
 	if err != nil {
-		e.log.Error("list unfinished runs", "err", err)
+		e.logError(ctx, "list unfinished runs", "err", err)
 		return
 	}
 	for _, r := range runs {
 		lr, ok := e.runs[r.ID]
 		if !ok {
 			lr, err = e.load(ctx, r)
+			if ctx.Err() != nil {
+				return // stopping: the next owner loads it
+			}
 			if err != nil {
 				e.failRun(ctx, r, err.Error())
 				continue

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"niuma/engine/executor"
@@ -156,7 +157,7 @@ func (e *Engine) transition(ctx context.Context, lr *liveRun, ls *liveStage, ev 
 		if ls != nil {
 			stage = ls.st.Name
 		}
-		e.log.Error("record "+ev.name(), "run", run.ID, "stage", stage, "err", err)
+		e.logError(ctx, "record "+ev.name(), "run", run.ID, "stage", stage, "err", err)
 		return err
 	}
 	lr.run = run
@@ -240,4 +241,24 @@ func (e *Engine) end(run *storage.Run, st *storage.Stage, a *storage.Attempt, ev
 			st.Reason = fmt.Sprintf("%s (attempt %d of %d)", exit.Describe(), st.Attempts, maxAttempts)
 		}
 	}
+}
+
+// logError logs what went wrong, at level Error, unless it went wrong
+// only because this process is stopping (ctx is done): an owner that exits
+// cleanly cancels what it was doing, and the next owner carries on; that
+// is no error, and is logged at Debug.
+func (e *Engine) logError(ctx context.Context, msg string, args ...any) {
+	e.logAt(ctx, slog.LevelError, msg, args...)
+}
+
+// logWarn is logError at level Warn.
+func (e *Engine) logWarn(ctx context.Context, msg string, args ...any) {
+	e.logAt(ctx, slog.LevelWarn, msg, args...)
+}
+
+func (e *Engine) logAt(ctx context.Context, level slog.Level, msg string, args ...any) {
+	if ctx.Err() != nil {
+		level = slog.LevelDebug
+	}
+	e.log.Log(context.WithoutCancel(ctx), level, msg, args...)
 }

@@ -450,6 +450,9 @@ func (db *DB) Apply(ctx context.Context, t Transition) error {
 		}
 	}
 	if t.Params != nil {
+		if t.Run == nil {
+			return errors.New("apply transition: new parameters without their run")
+		}
 		if err := setRunParams(ctx, tx, t.Run.ID, *t.Params); err != nil {
 			return err
 		}

@@ -91,3 +91,18 @@ func TestSentinelCountsBeforeAndAfterRestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, r.Stages[0].AttemptsText())
 }
+
+func TestAttemptsText(t *testing.T) {
+	for _, tt := range []struct {
+		s    storage.Stage
+		want string
+	}{
+		{storage.Stage{Attempts: 0}, "0 of 1"},
+		{storage.Stage{Attempts: 2, Retries: 2}, "2 of 3"},
+		{storage.Stage{Attempts: 2, FreeAttempts: 1, SentinelAttempts: 1}, "2 of 2, 1 by the sentinel"},
+		{storage.Stage{Attempts: 3, Retries: 1, FreeAttempts: 2, SentinelAttempts: 1}, "3 of 4, 1 by the sentinel"},
+	} {
+		info := runInfo(storage.Run{}, nil, []storage.Stage{tt.s}, nil)
+		assert.Equal(t, tt.want, info.Stages[0].AttemptsText())
+	}
+}

@@ -344,3 +344,50 @@ func TestCleanStopLogsNoError(t *testing.T) {
 	assert.NotContains(t, out, "level=ERROR", out)
 	assert.NotContains(t, out, "context canceled", out)
 }
+
+// fullDiskYAML waits for a go-ahead file outside the data directory and
+// exits 0, writing nothing more.
+const fullDiskYAML = `
+name: fulldisk
+params:
+  ctl: {type: string, default: ""}
+stages:
+  - name: a
+    command: [sh, -c, 'echo "{\"step\": 0, \"loss\": 1}"; touch a/ready; while [ ! -e "$0/go" ]; do sleep 0.02; done', "${params.ctl}"]
+`
+
+// A stage that exits 0 while the data directory's disk is full has its
+// status recorded all the same (over the line its exit file was given
+// before it started), so the next owner finds it succeeded, not gone.
+func TestExitStatusIsKeptOnAFullDisk(t *testing.T) {
+	needRoot(t)
+	home := smallDisk(t, "8m")
+	db, err := storage.Open(filepath.Join(home, "niuma.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	h := &harness{t: t, home: home, store: db}
+	first := h.engine()
+	stopFirst := h.drive(first)
+	ctl := t.TempDir()
+	info, err := first.Submit(context.Background(), RunSpec{Template: parse(t, fullDiskYAML), Values: map[string]any{"ctl": ctl}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(ctl, "go"), nil, 0o644) })
+	waitHolding(t, first, info, 1, 30*time.Second)
+	stopFirst()
+
+	release := fill(t, home)
+	require.NoError(t, os.WriteFile(filepath.Join(ctl, "go"), nil, 0o644))
+	exitFile := filepath.Join(info.Dir, "a", ".attempt-1.exit")
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(exitFile)
+		return strings.HasPrefix(string(b), "0\n")
+	}, 30*time.Second, 10*time.Millisecond, "the status is written on the full disk")
+	release()
+
+	second := h.engine()
+	h.drive(second)
+	r := waitDone(t, second, info.ID)
+	require.Equal(t, Succeeded, r.State, r.Error)
+	require.Equal(t, 1, r.Stages[0].Attempts)
+	require.Equal(t, "succeeded", r.Stages[0].History[0].State)
+}

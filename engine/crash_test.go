@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -390,4 +391,41 @@ func TestExitStatusIsKeptOnAFullDisk(t *testing.T) {
 	require.Equal(t, Succeeded, r.State, r.Error)
 	require.Equal(t, 1, r.Stages[0].Attempts)
 	require.Equal(t, "succeeded", r.Stages[0].History[0].State)
+}
+
+// flakyRecover is an executor whose service does not answer the first
+// time it is asked about an attempt.
+type flakyRecover struct {
+	executor.Executor
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *flakyRecover) Recover(ctx context.Context, job executor.Job, ref string) (executor.Handle, error) {
+	f.mu.Lock()
+	f.calls++
+	n := f.calls
+	f.mu.Unlock()
+	if n == 1 {
+		return nil, errors.New("the service did not answer")
+	}
+	return f.Executor.Recover(ctx, job, ref)
+}
+
+// An attempt the executor cannot resolve now is not lost: it is asked
+// about again, then adopted, and runs once.
+func TestUnresolvedAttemptIsAskedAgainNotLost(t *testing.T) {
+	h := newHarness(t)
+	info := startedAndStopped(t, h)
+	fx := &flakyRecover{Executor: local.New()}
+	second := h.engine(func(o *Options) { o.Executors = []executor.Executor{fx} })
+	h.drive(second)
+	letGo(t, info.Dir)
+	r := waitDone(t, second, info.ID)
+	require.Equal(t, Succeeded, r.State, r.Error)
+	assert.Equal(t, 1, r.Stages[0].Attempts)
+	assert.Equal(t, "start,end", launches(t, info.Dir))
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	assert.GreaterOrEqual(t, fx.calls, 2)
 }

@@ -39,6 +39,10 @@ type liveStage struct {
 	// diagnosed is the attempt whose failure was diagnosed, so that an end
 	// recorded again (after a storage fault) is not diagnosed twice.
 	diagnosed int
+	// unresolved: the executor could not say what became of the attempt
+	// an earlier owner left (its service did not answer); adoption is
+	// tried again on every tick, and the stage stays running meanwhile.
+	unresolved bool
 }
 
 func (lr *liveRun) stage(name string) *liveStage {
@@ -107,6 +111,7 @@ func (e *Engine) Drive(ctx context.Context) error {
 			e.sync(ctx)
 		case <-tick.C:
 			e.retryUnrecorded(ctx)
+			e.resolveAgain(ctx)
 			e.sync(ctx)
 			e.tickSentinel(ctx)
 			if len(e.unswept) > 0 {
@@ -285,7 +290,9 @@ func (e *Engine) adopt(ctx context.Context, lr *liveRun, ls *liveStage) {
 		lost("the process was gone when Niuma restarted")
 		return
 	case err != nil:
-		lost("could not re-attach: " + err.Error())
+		// Not proof that it is gone: it may still run. Ask again later.
+		e.logWarn(ctx, "could not resolve an attempt; trying again", "run", lr.run.ID, "stage", ls.st.Name, "attempt", a.Number, "err", err)
+		ls.unresolved = true
 		return
 	}
 	ls.handle = h
@@ -652,6 +659,19 @@ func (e *Engine) requeue(ctx context.Context, lr *liveRun, ls *liveStage, r resu
 	}
 	ls.handle = nil
 	e.letGo(lr, ls)
+}
+
+// resolveAgain asks again what became of the attempts adopt could not
+// resolve.
+func (e *Engine) resolveAgain(ctx context.Context) {
+	for _, lr := range e.runs {
+		for _, ls := range lr.stages {
+			if ls.unresolved && ls.st.State == storage.StageRunning {
+				ls.unresolved = false
+				e.adopt(ctx, lr, ls)
+			}
+		}
+	}
 }
 
 // retryUnrecorded records again the attempt ends that could not be

@@ -15,7 +15,8 @@
 # The stage notes its pid and start time (and its end) in a side file of its
 # run's folder; the checks read those files and the archive:
 #   every run succeeded; each stage's process started exactly once per
-#   counted attempt and never two at once; each run's steps are exactly
+#   counted attempt and never two at once, and no stage needed a second
+#   attempt (none fails; only an owner's death could cost one); each run's steps are exactly
 #   0..N-1 with no duplicate and no gap; PRAGMA integrity_check is ok; no
 #   process (or container) of the soak is left; no run folder without a run.
 # It prints one line of counts and exits non-zero when any check fails.
@@ -182,18 +183,21 @@ retried=$(sql "SELECT count(*) FROM stages WHERE attempts > 1")
 [ "$total" = "$runs" ] && [ "$succeeded" = "$total" ] || fail=1
 
 # Processes per stage (the side files) against counted attempts, and no two
-# of one stage alive together (each start is followed by its own end).
-twice=0 overlap=0 starts=0
+# of one stage alive together (each start is followed by its own end). No
+# stage here ever fails, so a second process of a stage is a stage run
+# twice, and a second attempt is one an owner's death cost it.
+mismatch=0 twice=0 overlap=0 starts=0
 while IFS='|' read -r id dir counted; do
 	f=$dir/train.pids
 	n=$(grep -c '^start ' "$f" 2>/dev/null || true)
-	starts=$((starts + n))
-	[ "$n" = "$counted" ] || twice=$((twice + 1))
+	starts=$((starts + ${n:-0}))
+	[ "$n" = "$counted" ] || mismatch=$((mismatch + 1))
+	[ "${n:-0}" -le 1 ] || twice=$((twice + 1))
 	awk '$1 == "start" { if (open != "") bad = 1; open = $2 " " $3 }
 	     $1 == "end" { if (open != $2 " " $3) bad = 1; open = "" }
 	     END { exit bad }' "$f" 2>/dev/null || overlap=$((overlap + 1))
 done < <(sql "SELECT r.id, r.dir, (SELECT count(*) FROM attempts a WHERE a.run_id = r.id AND a.state <> 'not started') FROM runs r")
-[ "$twice" = 0 ] && [ "$overlap" = 0 ] || fail=1
+[ "$mismatch" = 0 ] && [ "$twice" = 0 ] && [ "$overlap" = 0 ] && [ "$retried" = 0 ] || fail=1
 
 # Metric steps of each run's last attempt: exactly 0..N-1.
 read -r points bad_steps < <(sql -separator ' ' "
@@ -226,7 +230,7 @@ done
 elapsed=$(($(date +%s) - started))
 status=ok
 [ "$fail" = 0 ] || status=FAILED
-echo "soak $status: executor=$exec_name runs=$total succeeded=$succeeded kills=$killed (early=$early during_submit=$during_submit) attempts=$attempts processes=$starts retried=$retried ran_twice=$twice overlapping=$overlap points=$points bad_step_runs=$bad_steps integrity=$integrity stray=$stray orphans=$orphans seconds=$elapsed"
+echo "soak $status: executor=$exec_name runs=$total succeeded=$succeeded kills=$killed (early=$early during_submit=$during_submit) attempts=$attempts processes=$starts retried=$retried attempts_without_process=$mismatch ran_twice=$twice overlapping=$overlap points=$points bad_step_runs=$bad_steps integrity=$integrity stray=$stray orphans=$orphans seconds=$elapsed"
 if [ "$fail" != 0 ]; then
 	keep=1
 	sql "SELECT id, state, error FROM runs WHERE state <> 'succeeded' LIMIT 5" >&2

@@ -83,7 +83,7 @@ func TestShowSaysWhyASlurmStageWaits(t *testing.T) {
 		_, text, _ = niuma(t, "show", id)
 		return strings.Contains(text, "(Slurm: Resources)")
 	}, time.Minute, 200*time.Millisecond, "niuma show never said why: %s", text)
-	require.Regexp(t, `train\s+running\s+1/1\s+.*in Slurm's queue as job \d+: the GPUs, CPUs or memory it asks for are in use; it starts when they free up \(Slurm: Resources\)`, text)
+	require.Regexp(t, `train\s+running\s+1 of 1\s+.*in Slurm's queue as job \d+: the GPUs, CPUs or memory it asks for are in use; it starts when they free up \(Slurm: Resources\)`, text)
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	select {
 	case r := <-ran:

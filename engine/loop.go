@@ -135,7 +135,15 @@ func (e *Engine) sweep(ctx context.Context) {
 	}
 	for name := range e.unswept {
 		sw := e.execs[name].(executor.Sweeper)
-		var owned []string
+		// The token of every attempt the archive knows, finished or not
+		// (an attempt is recorded with its token before it is launched, so
+		// nothing of a recorded attempt is ever swept), and the refs of the
+		// attempts driven now (for attempts recorded before tokens).
+		owned, err := e.store.AttemptTokens(ctx, name)
+		if err != nil {
+			e.logWarn(ctx, "list the attempts' tokens; sweeping later", "executor", name, "err", err)
+			continue
+		}
 		starting := false
 		for _, lr := range e.runs {
 			for _, ls := range lr.stages {
@@ -143,7 +151,7 @@ func (e *Engine) sweep(ctx context.Context) {
 				case ls.attempt.Executor != name:
 				case ls.attempt.Handle != "":
 					owned = append(owned, ls.attempt.Handle)
-				case ls.st.State == storage.StageRunning:
+				case ls.st.State == storage.StageRunning && ls.attempt.Token == "":
 					starting = true // its container may exist, unrecorded yet
 				}
 			}
@@ -151,7 +159,8 @@ func (e *Engine) sweep(ctx context.Context) {
 		if starting {
 			continue // sweep on a later tick
 		}
-		removed, err := sw.Sweep(ctx, owned)
+		var removed []string
+		removed, err = sw.Sweep(ctx, owned)
 		for _, r := range removed {
 			e.log.Warn("removed a container no run owns", "executor", name, "container", r)
 		}

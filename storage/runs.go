@@ -504,6 +504,28 @@ func (db *DB) Attempts(ctx context.Context, runID string) ([]Attempt, error) {
 	return out, nil
 }
 
+// AttemptTokens lists the token of every attempt of the given executor the
+// archive holds, finished or not: what a backend's sweep must never touch.
+func (db *DB) AttemptTokens(ctx context.Context, executor string) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT token FROM attempts WHERE executor = ? AND token <> ''`, executor)
+	if err != nil {
+		return nil, fmt.Errorf("tokens of %s attempts: %w", executor, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, fmt.Errorf("tokens of %s attempts: %w", executor, err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tokens of %s attempts: %w", executor, err)
+	}
+	return out, nil
+}
+
 // ---- JSON lists ----
 
 // jsonList encodes a string list; nil and empty both become "[]".

@@ -57,3 +57,16 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	require.Equal(t, AttemptSucceeded, as[0].State)
 	require.Equal(t, "t2", as[1].Token)
 }
+
+func TestAttemptTokens(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	require.NoError(t, db.CreateRun(ctx, Run{ID: "r", Executor: "docker"}, []Stage{{Name: "s"}}))
+	require.NoError(t, db.CreateAttempt(ctx, Attempt{RunID: "r", Stage: "s", Number: 1, State: AttemptSucceeded, Executor: "docker", Token: "t1"}))
+	require.NoError(t, db.CreateAttempt(ctx, Attempt{RunID: "r", Stage: "s", Number: 2, State: AttemptStarting, Executor: "docker", Token: "t2"}))
+	require.NoError(t, db.CreateAttempt(ctx, Attempt{RunID: "r", Stage: "s", Number: 3, State: AttemptRunning, Executor: "local", Token: "t3"}))
+	require.NoError(t, db.CreateAttempt(ctx, Attempt{RunID: "r", Stage: "s", Number: 4, State: AttemptRunning, Executor: "docker"}))
+	got, err := db.AttemptTokens(ctx, "docker")
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"t1", "t2"}, got)
+}

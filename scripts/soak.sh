@@ -6,6 +6,9 @@
 # Usage: scripts/soak.sh [--runs N] [--kills K] [--min-steps A] [--max-steps B]
 #                        [--executor local|docker] [--keep] [--niuma BIN]
 #
+# --executor docker runs the stages in containers of an image built here from
+# the machine's static busybox (busybox-static), tagged niuma-soak:latest.
+#
 # Each run is one stage that prints a metric line every ~20 ms, A..B steps
 # (default 200..2000), with retries 0 or 2. Runs are submitted in sweeps, some
 # while the engine is being killed. The engine is killed in the first 200 ms
@@ -59,8 +62,17 @@ image_lines=""
 if [ "$exec_name" = docker ]; then
 	image=niuma-soak:latest
 	if ! docker image inspect "$image" >/dev/null 2>&1; then
-		printf 'FROM busybox:latest\n' | docker build -q -t "$image" - >/dev/null 2>&1 ||
-			{ echo "soak.sh: no busybox image to build $image from (docker pull busybox, or load one)" >&2; exit 2; }
+		# Built here, from this machine's static busybox: no registry.
+		bb=$(command -v busybox || true)
+		if [ -z "$bb" ] || ! file -L "$bb" 2>/dev/null | grep -q "statically linked"; then
+			echo "soak.sh: --executor docker builds its image from a static busybox (apt-get install busybox-static)" >&2
+			exit 2
+		fi
+		ctx=$work/image
+		mkdir -p "$ctx"
+		cp "$bb" "$ctx/busybox"
+		printf 'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n' >"$ctx/Dockerfile"
+		docker build -q -t "$image" "$ctx" >/dev/null
 	fi
 	image_lines="runtime: {kind: docker, image: $image}"
 fi

@@ -72,7 +72,8 @@ if [ "$exec_name" = docker ]; then
 		mkdir -p "$ctx"
 		cp "$bb" "$ctx/busybox"
 		printf 'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n' >"$ctx/Dockerfile"
-		docker build -q -t "$image" "$ctx" >/dev/null
+		docker build -q -t "$image" "$ctx" >"$work/image.log" 2>&1 ||
+			{ echo "soak.sh: could not build $image:" >&2; tail -5 "$work/image.log" >&2; exit 2; }
 	fi
 	image_lines="runtime: {kind: docker, image: $image}"
 fi

@@ -22,7 +22,7 @@ stages:
   - name: train
     gpus: 1
     gpu_memory: 10GiB
-    command: [sh, -c, 'if [ "$NIUMA_ATTEMPT" -ge 2 ]; then echo "{\"step\": 1, \"loss\": 0.5}"; exit 0; fi; trap "" TERM; for i in $(seq 1 600); do [ -e release ] && exit 0; sleep 0.1; done']
+    command: [sh, -c, 'if [ "$NIUMA_ATTEMPT" -ge 2 ]; then echo "{\"step\": 1, \"loss\": 0.5}"; exit 0; fi; trap "" TERM; touch trapped; for i in $(seq 1 600); do [ -e release ] && exit 0; sleep 0.1; done']
 `
 
 // The sentinel's decision and its free attempt are stored: an owner that
@@ -39,6 +39,9 @@ func TestSentinelRetrySurvivesARestart(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(info.Dir, "release"), nil, 0o644) })
 	uuid := running(t, first, info.ID)
+	// Not before the stage ignores SIGTERM: the first owner's stop must
+	// not end it.
+	untilFile(t, filepath.Join(info.Dir, "trapped"))
 	first.ObserveGPUs(context.Background(), gpuSnap(time.Now(), uuid, 95, 60, 10240, []uint64{79}, info.ID))
 	require.Eventually(t, func() bool {
 		st, err := h.store.Stages(context.Background(), info.ID)

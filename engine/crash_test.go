@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -428,4 +429,42 @@ func TestUnresolvedAttemptIsAskedAgainNotLost(t *testing.T) {
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
 	assert.GreaterOrEqual(t, fx.calls, 2)
+}
+
+// The same with the database write-locked by another process for longer
+// than the busy timeout: the stage waits, unlaunched, and starts once the
+// lock is let go.
+func TestStageIsNotStartedWhileTheDatabaseIsLocked(t *testing.T) {
+	h := newHarness(t)
+	var logs syncBuffer
+	e := h.engine(func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	info, err := e.Submit(context.Background(), RunSpec{Template: parse(t, onceYAML)})
+	require.NoError(t, err)
+	letGo(t, info.Dir)
+
+	releaseFile := filepath.Join(t.TempDir(), "release")
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelperHoldsDatabaseLock$")
+	helper.Env = append(os.Environ(), lockEnv+"="+filepath.Join(h.home, "niuma.db")+"|"+releaseFile)
+	stdout, err := helper.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, helper.Start())
+	defer func() { _ = os.WriteFile(releaseFile, nil, 0o644); _ = helper.Wait() }()
+	buf := make([]byte, 64)
+	k, _ := stdout.Read(buf)
+	require.Contains(t, string(buf[:k]), "locked")
+
+	h.drive(e)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "record start") },
+		60*time.Second, 20*time.Millisecond, "the engine tried to start the stage")
+	r, err := e.Run(context.Background(), info.ID)
+	require.NoError(t, err)
+	assert.Equal(t, Queued, r.Stages[0].State)
+	assert.Equal(t, 0, r.Stages[0].Attempts)
+	assert.Empty(t, launches(t, info.Dir), "nothing launched")
+
+	require.NoError(t, os.WriteFile(releaseFile, nil, 0o644))
+	r = waitDone(t, e, info.ID)
+	require.Equal(t, Succeeded, r.State, r.Error)
+	assert.Equal(t, 1, r.Stages[0].Attempts)
+	assert.Equal(t, "start,end", launches(t, info.Dir))
 }

@@ -26,14 +26,15 @@ import (
 
 // onceYAML is a stage that notes each start and end of its process in
 // the run's folder (launches), prints two points, waits for a go-ahead
-// file, prints a third and exits. A stage that ran twice, or twice at
-// once, shows in launches.
+// file (or for its run's folder to vanish, when a test ends), prints a
+// third and exits. A stage that ran twice, or twice at once, shows in
+// launches.
 const onceYAML = `
 name: once
 stages:
   - name: a
     retries: 1
-    command: [sh, -c, 'echo start >> "$NIUMA_RUN_DIR/launches"; echo "{\"step\": 0, \"loss\": 2}"; echo "{\"step\": 1, \"loss\": 1}"; touch a/ready; while [ ! -e "$NIUMA_RUN_DIR/go" ]; do sleep 0.02; done; echo "{\"step\": 2, \"loss\": 0.5}"; echo end >> "$NIUMA_RUN_DIR/launches"']
+    command: [sh, -c, 'echo start >> "$NIUMA_RUN_DIR/launches"; echo "{\"step\": 0, \"loss\": 2}"; echo "{\"step\": 1, \"loss\": 1}"; touch a/ready; while [ ! -e "$NIUMA_RUN_DIR/go" ] && [ -d "$NIUMA_RUN_DIR" ]; do sleep 0.02; done; echo "{\"step\": 2, \"loss\": 0.5}"; echo end >> "$NIUMA_RUN_DIR/launches"']
 `
 
 func launches(t *testing.T, dir string) string {
@@ -342,6 +343,11 @@ func TestCleanStopLogsNoError(t *testing.T) {
 	}
 	waitHolding(t, e, infos[2], 2, 30*time.Second)
 	stop()
+	for _, info := range infos {
+		letGo(t, info.Dir)
+		require.Eventually(t, func() bool { return strings.HasSuffix(launches(t, info.Dir), "end") },
+			30*time.Second, 10*time.Millisecond, "the stage ends")
+	}
 	out := logs.String()
 	assert.NotContains(t, out, "level=ERROR", out)
 	assert.NotContains(t, out, "context canceled", out)
@@ -355,7 +361,7 @@ params:
   ctl: {type: string, default: ""}
 stages:
   - name: a
-    command: [sh, -c, 'echo "{\"step\": 0, \"loss\": 1}"; touch a/ready; while [ ! -e "$0/go" ]; do sleep 0.02; done', "${params.ctl}"]
+    command: [sh, -c, 'echo "{\"step\": 0, \"loss\": 1}"; touch a/ready; while [ ! -e "$0/go" ] && [ -d "$0" ]; do sleep 0.02; done', "${params.ctl}"]
 `
 
 // A stage that exits 0 while the data directory's disk is full has its

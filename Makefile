@@ -11,9 +11,9 @@ SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # back, and prometheus, the real server the metrics exporter is tested
 # against (the test starts its own on a free port; Debian's package also
 # enables a system service on :9090, which `systemctl disable --now
-# prometheus` turns off).
+# prometheus` turns off), and sqlite3, with which the soak checks the archive.
 APT_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
-	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn poppler-utils prometheus
+	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn poppler-utils prometheus sqlite3
 
 # go-nvml's cgo declares every NVML function, deprecated ones too: without
 # this, the first build prints a screenful of -Wdeprecated-declarations
@@ -22,7 +22,7 @@ APT_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxran
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: deps build run test bench lint fuzz clean demo-image screenshots install uninstall fyne-tool
+.PHONY: deps build run test soak soak-short bench lint fuzz clean demo-image screenshots install uninstall fyne-tool
 
 deps:
 	@command -v $(GO) >/dev/null || { echo "make deps: Go 1.26 or newer is needed (https://go.dev/dl); install it and retry"; exit 1; }
@@ -54,6 +54,20 @@ test: deps lint
 	CGO_ENABLED=0 $(GO) test ./ui/...
 	@echo "make test: all packages"
 	$(GO) test -count=1 ./...
+	@echo "make test: the short soak (the owner killed 30 times while runs go on)"
+	scripts/soak.sh $(SOAK_SHORT)
+
+# The soak: `niuma engine` killed with SIGKILL at random moments while runs
+# go on, restarted each time; then SQL checks that nothing was lost and
+# nothing ran twice (see scripts/soak.sh and docs/RELIABILITY.md).
+# SOAK=... changes the long run's arguments, e.g. SOAK="--executor docker".
+SOAK_SHORT ?= --runs 24 --kills 30 --min-steps 200 --max-steps 600
+SOAK       ?= --runs 320 --kills 300 --min-steps 200 --max-steps 2000
+soak:
+	scripts/soak.sh $(SOAK)
+
+soak-short:
+	scripts/soak.sh $(SOAK_SHORT)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...

@@ -119,7 +119,7 @@ func TestFailingStageShowsItsExitCodeAfterRetries(t *testing.T) {
 	require.Equal(t, 3, *s.Stages[0].ExitCode)
 	code, text, _ := niuma(t, "show", id)
 	require.Equal(t, 0, code)
-	require.Regexp(t, `a\s+failed\s+3/3\s+3\s`, text)
+	require.Regexp(t, `a\s+failed\s+3 of 3\s+3\s`, text)
 }
 
 func TestDemoRunsEndToEnd(t *testing.T) {

@@ -315,7 +315,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 			}
 			d = end.Sub(st.StartedAt)
 		}
-		tw.row(st.Name, string(st.State), fmt.Sprintf("%d/%d", st.Attempts, st.MaxAttempts), exit, duration(d), withJob(st.Reason, jobs[st.Name]))
+		tw.row(st.Name, string(st.State), st.AttemptsText(), exit, duration(d), withJob(st.Reason, jobs[st.Name]))
 	}
 	if err := tw.flush(); err != nil {
 		return err

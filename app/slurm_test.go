@@ -85,7 +85,7 @@ func TestShowSaysWhyASlurmStageWaits(t *testing.T) {
 		_, text, _ = niuma(t, "show", id)
 		return strings.Contains(text, "(Slurm: Resources)")
 	}, time.Minute, 200*time.Millisecond, "niuma show never said why: %s", text)
-	require.Regexp(t, `train\s+running\s+1/1\s+.*in Slurm's queue as job \d+: the GPUs, CPUs or memory it asks for are in use; it starts when they free up \(Slurm: Resources\)`, text)
+	require.Regexp(t, `train\s+running\s+1 of 1\s+.*in Slurm's queue as job \d+: the GPUs, CPUs or memory it asks for are in use; it starts when they free up \(Slurm: Resources\)`, text)
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	select {
 	case r := <-ran:
@@ -223,7 +223,7 @@ func TestShowNamesTheSlurmJob(t *testing.T) {
 	// the id, before).
 	require.Eventually(t, func() bool {
 		_, text, _ = niuma(t, "show", id)
-		return regexp.MustCompile(`train\s+running\s+1/1\s+-\s+\S+\s+Slurm job ` + job + `\n`).MatchString(text)
+		return regexp.MustCompile(`train\s+running\s+1 of 1\s+-\s+\S+\s+Slurm job ` + job + `\n`).MatchString(text)
 	}, time.Minute, 100*time.Millisecond, "niuma show never named the job: %s", text)
 	_, out, _ := niuma(t, "show", id, "--json")
 	var s struct {
@@ -240,5 +240,5 @@ func TestShowNamesTheSlurmJob(t *testing.T) {
 		t.Fatal("niuma run --wait did not end")
 	}
 	_, text, _ = niuma(t, "show", id)
-	require.Regexp(t, `train\s+succeeded\s+1/1\s+0\s+\S+\s+Slurm job `+job+`\n`, text, "still named once it has ended")
+	require.Regexp(t, `train\s+succeeded\s+1 of 1\s+0\s+\S+\s+Slurm job `+job+`\n`, text, "still named once it has ended")
 }

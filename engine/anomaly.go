@@ -166,7 +166,7 @@ func (e *Engine) recordAnomaly(ctx context.Context, a sentinel.Anomaly) {
 	ev := storage.Event{RunID: a.Run, Stage: a.Stage, GPU: a.GPU, Kind: string(a.Kind),
 		Severity: string(a.Severity), Message: a.Message, Fix: a.Fix, Evidence: a.Evidence.JSON(), At: a.At}
 	if _, err := e.store.AddEvent(ctx, ev); err != nil {
-		e.log.Warn("store anomaly", "kind", a.Kind, "run", a.Run, "err", err)
+		e.logWarn(ctx, "store anomaly", "kind", a.Kind, "run", a.Run, "err", err)
 	}
 	e.events.Publish(Event{Kind: AnomalyRaised, RunID: a.Run, Stage: a.Stage, Reason: a.Message, Severity: string(a.Severity), At: a.At})
 }
@@ -176,7 +176,7 @@ func (e *Engine) recordAnomaly(ctx context.Context, a sentinel.Anomaly) {
 // (with changed parameters when the answer sets any). The attempt is
 // stopped now; finish does the rest.
 func (e *Engine) act(ctx context.Context, lr *liveRun, ls *liveStage, a sentinel.Anomaly) {
-	if ls.st.State != storage.StageRunning || ls.sentinelStop != "" || ls.sentinelRetry != nil {
+	if ls.st.State != storage.StageRunning || ls.st.Pending.Action != "" {
 		return
 	}
 	d := lr.tmpl.Sentinel.Decide(a, ls.st.Attempts, map[string]any(lr.values))
@@ -184,17 +184,19 @@ func (e *Engine) act(ctx context.Context, lr *liveRun, ls *liveStage, a sentinel
 	case sentinel.Notify:
 		e.notify(ctx, lr, ls, a)
 	case sentinel.Stop:
-		ls.sentinelStop = "stopped by the sentinel: " + a.Message
+		why := "stopped by the sentinel: " + a.Message
 		if d.Why != "" {
-			ls.sentinelStop += " (" + d.Why + ")"
+			why += " (" + d.Why + ")"
 		}
-		e.recordNote(ctx, lr, ls, "stop", fmt.Sprintf("stopped the run after %s: %s", a.Kind, strings.TrimPrefix(ls.sentinelStop, "stopped by the sentinel: ")))
+		// The decision is stored before the attempt is stopped, so that
+		// the next owner applies it should this one stop first.
+		if e.transition(ctx, lr, ls, evDecide{pending: storage.Pending{Action: storage.PendingStop, Note: why}}) != nil {
+			return
+		}
+		e.recordNote(ctx, lr, ls, "stop", fmt.Sprintf("stopped the run after %s: %s", a.Kind, strings.TrimPrefix(why, "stopped by the sentinel: ")))
 		e.stopAttempt(ls) // a no-op until the attempt reports its handle; handle stops it then
 	case sentinel.Retry:
-		values, err := lr.tmpl.Normalize(template.Values(d.Params))
-		if err == nil {
-			err = lr.tmpl.Validate(values)
-		}
+		p, err := retryDecision(lr, d.Params)
 		if err != nil {
 			e.log.Warn("sentinel retry refused", "run", lr.run.ID, "err", err)
 			e.recordNote(ctx, lr, ls, "retry_refused", "the sentinel's retry was not made: "+err.Error())
@@ -204,11 +206,34 @@ func (e *Engine) act(ctx context.Context, lr *liveRun, ls *liveStage, a sentinel
 		if what == "" {
 			what = "the same parameters"
 		}
-		ls.sentinelRetry = values
-		ls.sentinelNote = fmt.Sprintf("retrying after %s with %s", a.Kind, what)
-		e.recordNote(ctx, lr, ls, "retry", ls.sentinelNote)
+		p.Note = fmt.Sprintf("retrying after %s with %s", a.Kind, what)
+		if e.transition(ctx, lr, ls, evDecide{pending: p}) != nil {
+			return
+		}
+		e.recordNote(ctx, lr, ls, "retry", p.Note)
 		e.stopAttempt(ls) // a no-op until the attempt reports its handle; handle stops it then
 	}
+}
+
+// retryDecision is a sentinel retry with the parameters an answer sets,
+// checked against the run's template.
+func retryDecision(lr *liveRun, params map[string]any) (storage.Pending, error) {
+	values, err := lr.tmpl.Normalize(template.Values(params))
+	if err == nil {
+		err = lr.tmpl.Validate(values)
+	}
+	if err != nil {
+		return storage.Pending{}, err
+	}
+	js, err := values.JSON()
+	if err != nil {
+		return storage.Pending{}, err
+	}
+	p := storage.Pending{Action: storage.PendingRetry}
+	if string(js) != lr.run.Params {
+		p.Params = string(js)
+	}
+	return p, nil
 }
 
 // actQueued applies the template's answer to an anomaly of a stage waiting
@@ -222,10 +247,9 @@ func (e *Engine) actQueued(ctx context.Context, lr *liveRun, ls *liveStage, a se
 	case sentinel.Notify:
 		e.notify(ctx, lr, ls, a)
 	case sentinel.Stop:
-		e.recordNote(ctx, lr, ls, "stop", fmt.Sprintf("stopped the run after %s, while it waited in the queue", a.Kind))
-		ls.st.State, ls.st.FinishedAt = storage.StageFailed, time.Now()
-		ls.st.Reason = "stopped by the sentinel: " + a.Message
-		e.saveStage(ctx, lr, ls)
+		if e.transition(ctx, lr, ls, evStopQueued{why: "stopped by the sentinel: " + a.Message}) == nil {
+			e.recordNote(ctx, lr, ls, "stop", fmt.Sprintf("stopped the run after %s, while it waited in the queue", a.Kind))
+		}
 	}
 }
 
@@ -242,27 +266,24 @@ func (e *Engine) notify(ctx context.Context, lr *liveRun, ls *liveStage, a senti
 func (e *Engine) recordNote(ctx context.Context, lr *liveRun, ls *liveStage, kind, msg string) {
 	ev := storage.Event{RunID: lr.run.ID, Stage: ls.st.Name, Kind: "action_" + kind, Severity: "info", Message: msg, At: time.Now()}
 	if _, err := e.store.AddEvent(ctx, ev); err != nil {
-		e.log.Warn("store action", "run", lr.run.ID, "err", err)
+		e.logWarn(ctx, "store action", "run", lr.run.ID, "err", err)
 	}
 	e.events.Publish(Event{Kind: AnomalyRaised, RunID: lr.run.ID, Stage: ls.st.Name, Reason: msg, Severity: "info"})
 }
 
-// setValues changes a run's parameters (a sentinel retry): storage,
-// params.json and the loop's view, so the next attempt and later stages
-// see the new values.
-func (e *Engine) setValues(ctx context.Context, lr *liveRun, v template.Values) error {
-	js, err := v.JSON()
+// paramsChanged follows a run's new parameters (a sentinel retry, stored
+// by its transition): the loop's view and params.json, so the next attempt
+// and later stages see the new values.
+func (e *Engine) paramsChanged(lr *liveRun) {
+	v, err := template.ValuesFromJSON(lr.tmpl, []byte(lr.run.Params))
 	if err != nil {
-		return err
+		e.log.Error("the run's new parameters do not fit its template", "run", lr.run.ID, "err", err)
+		return
 	}
-	if err := e.store.SetRunParams(ctx, lr.run.ID, string(js)); err != nil {
-		return err
+	lr.values = v
+	if err := os.WriteFile(filepath.Join(lr.run.Dir, "params.json"), append([]byte(lr.run.Params), '\n'), 0o644); err != nil {
+		e.log.Error("write params.json", "run", lr.run.ID, "err", err)
 	}
-	if err := os.WriteFile(filepath.Join(lr.run.Dir, "params.json"), append(js, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write params.json: %w", err)
-	}
-	lr.run.Params, lr.values = string(js), v
-	return nil
 }
 
 // ObserveGPUs feeds one GPU snapshot to the sentinel (overheating, memory

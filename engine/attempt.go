@@ -22,6 +22,11 @@ func (e *Engine) launch(ctx context.Context, x executor.Executor, job executor.J
 		return
 	}
 	h, err := x.Start(ctx, job)
+	if err != nil && ctx.Err() != nil {
+		// This process stops while it launches: the attempt stays recorded
+		// as starting, and the next owner resolves it by its token.
+		return
+	}
 	if errors.Is(err, executor.ErrUnavailable) {
 		e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, requeue: err})
 		return
@@ -48,7 +53,7 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 	}
 	c := e.collector(ctx, job, elapsed)
 	if err := c.Start(ctx); err != nil {
-		e.log.Warn("follow the stage's metrics", "run", job.RunID, "stage", job.Stage, "err", err)
+		e.logWarn(ctx, "follow the stage's metrics", "run", job.RunID, "stage", job.Stage, "err", err)
 	}
 
 	// The timeout counts from when the attempt runs: an attempt that
@@ -161,7 +166,7 @@ func (e *Engine) collector(ctx context.Context, job executor.Job, elapsed time.D
 		OnNote: func(kind, msg, fix string) {
 			if _, err := e.store.AddEvent(context.WithoutCancel(ctx), storage.Event{RunID: job.RunID, Stage: job.Stage,
 				Kind: kind, Severity: storage.SeverityInfo, Message: msg, Fix: fix, At: time.Now()}); err != nil {
-				e.log.Warn("record a note about the stage's metrics", "kind", kind, "err", err)
+				e.logWarn(ctx, "record a note about the stage's metrics", "kind", kind, "err", err)
 			}
 		},
 	}
@@ -208,7 +213,7 @@ func (e *Engine) settleMetrics(ctx context.Context, c *metrics.Collector) bool {
 		default:
 			// A point the store refused for good (its run was deleted):
 			// nothing more to wait for.
-			e.log.Warn("store metrics", "err", err)
+			e.logWarn(ctx, "store metrics", "err", err)
 			return true
 		}
 	}

@@ -88,6 +88,9 @@ type Engine struct {
 	pred    *predict.Predictor // run times learnt from the archive; nil until first asked
 	runs    map[string]*liveRun
 	unswept map[string]bool // executors whose leftovers are still to be swept
+	// unrecorded are attempt ends that could not be recorded yet (the
+	// database was full or locked); they are recorded again on each tick.
+	unrecorded []result
 }
 
 // New returns an engine over a data directory.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"niuma/engine/executor"
-	"niuma/engine/template"
 	"niuma/sentinel"
 	"niuma/storage"
 )
@@ -76,11 +75,11 @@ func recordedInterpreter(runDir, argv0 string) string {
 // diagnose looks at an attempt that failed (not cancelled, not stopped by
 // the sentinel), records what it finds as an event, and, when the cause
 // is one the template's sentinel section answers (cuda_oom: retry with a
-// smaller batch), prepares that retry for finish to apply. The loop calls
-// it at the top of finish.
-func (e *Engine) diagnose(ctx context.Context, lr *liveRun, ls *liveStage, exit executor.Exit) {
-	if exit.Success() || exit.Lost || exit.Interrupted || lr.run.CancelRequested || ls.sentinelStop != "" || ls.sentinelRetry != nil {
-		return
+// smaller batch), returns that retry for the attempt's end to apply. The
+// loop calls it at the top of finish.
+func (e *Engine) diagnose(ctx context.Context, lr *liveRun, ls *liveStage, exit executor.Exit) *storage.Pending {
+	if exit.Success() || exit.Lost || exit.Interrupted || lr.run.CancelRequested || ls.st.Pending.Action != "" {
+		return nil
 	}
 	_, errPath := stageLogPaths(lr.run.Dir, ls.st.Name, ls.st.Attempts)
 	tail, _ := tailFile(errPath, 200)
@@ -118,29 +117,26 @@ func (e *Engine) diagnose(ctx context.Context, lr *liveRun, ls *liveStage, exit 
 		}
 		if _, err := e.store.AddEvent(ctx, storage.Event{RunID: lr.run.ID, Stage: ls.st.Name, Kind: failureKind,
 			Severity: storage.SeverityWarning, Message: msg, Fix: info.Fix, Evidence: string(ev), At: time.Now()}); err != nil {
-			e.log.Warn("record why an attempt failed", "run", lr.run.ID, "err", err)
+			e.logWarn(ctx, "record why an attempt failed", "run", lr.run.ID, "err", err)
 		}
 	}
 	if !ok || h.Cause != sentinel.CauseCUDAOOM {
-		return
+		return nil
 	}
 	a := sentinel.Anomaly{Kind: sentinel.CUDAOOM, Severity: sentinel.Critical, Run: lr.run.ID, Stage: ls.st.Name,
 		Attempt: ls.st.Attempts, At: time.Now(), Message: h.Summary, Fix: h.Fix}
 	d := lr.tmpl.Sentinel.Decide(a, ls.st.Attempts, map[string]any(lr.values))
 	if d.Do != sentinel.Retry {
-		return
+		return nil
 	}
-	values, err := lr.tmpl.Normalize(template.Values(d.Params))
-	if err == nil {
-		err = lr.tmpl.Validate(values)
-	}
+	p, err := retryDecision(lr, d.Params)
 	if err != nil {
 		e.recordNote(ctx, lr, ls, "retry_refused", "the retry after cuda_oom was not made: "+err.Error())
-		return
+		return nil
 	}
-	ls.sentinelRetry = values
-	ls.sentinelNote = "retrying after cuda_oom with " + strings.Join(d.Changes, ", ")
-	e.recordNote(ctx, lr, ls, "retry", ls.sentinelNote)
+	p.Note = "retrying after cuda_oom with " + strings.Join(d.Changes, ", ")
+	e.recordNote(ctx, lr, ls, "retry", p.Note)
+	return &p
 }
 
 // lastLines returns the last n non-blank lines of s.

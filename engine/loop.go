@@ -33,12 +33,17 @@ type liveStage struct {
 	stop    bool            // a stop was requested for the current attempt
 	place   placement       // what the shepherd needs to know about it
 
-	// The sentinel's decision about the current attempt, applied when it
-	// ends: stop the run (fail the stage without retries) or retry with
-	// changed parameters (a new attempt that spends no retry).
-	sentinelStop  string
-	sentinelRetry template.Values
-	sentinelNote  string
+	// notBefore holds off starting the stage again after its attempt
+	// could not be recorded (the database was full or locked): not a
+	// state, a pause between tries.
+	notBefore time.Time
+	// diagnosed is the attempt whose failure was diagnosed, so that an end
+	// recorded again (after a storage fault) is not diagnosed twice.
+	diagnosed int
+	// unresolved: the executor could not say what became of the attempt
+	// an earlier owner left (its service did not answer); adoption is
+	// tried again on every tick, and the stage stays running meanwhile.
+	unresolved bool
 }
 
 func (lr *liveRun) stage(name string) *liveStage {
@@ -60,6 +65,7 @@ type result struct {
 	requeue  error           // the backend was away: the attempt never ran
 	finished bool
 	exit     executor.Exit
+	decided  *storage.Pending  // the diagnosis of its failure asks for a retry
 	anomaly  *sentinel.Anomaly // the sentinel saw trouble in the attempt
 }
 
@@ -101,10 +107,15 @@ func (e *Engine) Drive(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case r := <-e.results:
+			if ctx.Err() != nil {
+				return nil // stopping: what is left is the next owner's
+			}
 			e.handle(ctx, r)
 		case <-e.wake:
 			e.sync(ctx)
 		case <-tick.C:
+			e.retryUnrecorded(ctx)
+			e.resolveAgain(ctx)
 			e.sync(ctx)
 			e.tickSentinel(ctx)
 			if len(e.unswept) > 0 {
@@ -128,7 +139,15 @@ func (e *Engine) sweep(ctx context.Context) {
 	}
 	for name := range e.unswept {
 		sw := e.execs[name].(executor.Sweeper)
-		var owned []string
+		// The token of every attempt the archive knows, finished or not
+		// (an attempt is recorded with its token before it is launched, so
+		// nothing of a recorded attempt is ever swept), and the refs of the
+		// attempts driven now (for attempts recorded before tokens).
+		owned, err := e.store.AttemptTokens(ctx, name)
+		if err != nil {
+			e.logWarn(ctx, "list the attempts' tokens; sweeping later", "executor", name, "err", err)
+			continue
+		}
 		starting := false
 		for _, lr := range e.runs {
 			for _, ls := range lr.stages {
@@ -136,7 +155,7 @@ func (e *Engine) sweep(ctx context.Context) {
 				case ls.attempt.Executor != name:
 				case ls.attempt.Handle != "":
 					owned = append(owned, ls.attempt.Handle)
-				case ls.st.State == storage.StageRunning:
+				case ls.st.State == storage.StageRunning && ls.attempt.Token == "":
 					starting = true // its container may exist, unrecorded yet
 				}
 			}
@@ -144,7 +163,8 @@ func (e *Engine) sweep(ctx context.Context) {
 		if starting {
 			continue // sweep on a later tick
 		}
-		removed, err := sw.Sweep(ctx, owned)
+		var removed []string
+		removed, err = sw.Sweep(ctx, owned)
 		for _, r := range removed {
 			e.log.Warn("removed a container no run owns", "executor", name, "container", r)
 		}
@@ -152,7 +172,7 @@ func (e *Engine) sweep(ctx context.Context) {
 		case errors.Is(err, executor.ErrUnavailable):
 			continue // try again on a later tick
 		case err != nil:
-			e.log.Warn("sweep leftover attempts", "executor", name, "err", err)
+			e.logWarn(ctx, "sweep leftover attempts", "executor", name, "err", err)
 		}
 		delete(e.unswept, name)
 	}
@@ -182,13 +202,16 @@ func (e *Engine) acquire(ctx context.Context) (*ownerLock, error) {
 func (e *Engine) sync(ctx context.Context) {
 	runs, err := e.store.ListRuns(ctx, storage.RunFilter{States: []storage.RunState{storage.RunQueued, storage.RunRunning}})
 	if err != nil {
-		e.log.Error("list unfinished runs", "err", err)
+		e.logError(ctx, "list unfinished runs", "err", err)
 		return
 	}
 	for _, r := range runs {
 		lr, ok := e.runs[r.ID]
 		if !ok {
 			lr, err = e.load(ctx, r)
+			if ctx.Err() != nil {
+				return // stopping: the next owner loads it
+			}
 			if err != nil {
 				e.failRun(ctx, r, err.Error())
 				continue
@@ -246,14 +269,19 @@ func (e *Engine) load(ctx context.Context, r storage.Run) (*liveRun, error) {
 	return lr, nil
 }
 
-// adopt re-attaches to an attempt recorded as running by an earlier
-// process. One that is gone is finished as lost, and retried if it may be.
+// adopt resolves an attempt an earlier owner recorded as starting or
+// running, by its handle or, when it had none yet, by its token: a process
+// that is alive is adopted; one that ended while no one owned it is
+// finished with the exit status it left; one that was never launched is
+// launched now; only one provably gone without a status is lost (and then
+// retried if it may be).
 func (e *Engine) adopt(ctx context.Context, lr *liveRun, ls *liveStage) {
+	a := ls.attempt
 	lost := func(why string) {
 		e.log.Info("attempt lost", "run", lr.run.ID, "stage", ls.st.Name, "attempt", ls.st.Attempts, "why", why)
-		e.finish(ctx, lr, ls, executor.Exit{Code: -1, Lost: true, Reason: why})
+		e.finish(ctx, lr, ls, result{runID: lr.run.ID, stage: ls.st.Name, attempt: ls.st.Attempts, finished: true,
+			exit: executor.Exit{Code: -1, Lost: true, Reason: why}})
 	}
-	a := ls.attempt
 	x, ok := e.execs[a.Executor]
 	switch {
 	case a.Number == 0:
@@ -262,23 +290,34 @@ func (e *Engine) adopt(ctx context.Context, lr *liveRun, ls *liveStage) {
 	case !ok:
 		lost(fmt.Sprintf("its executor %q is not available in this process", a.Executor))
 		return
-	case a.Handle == "":
-		lost("Niuma stopped while the attempt was starting")
-		return
 	}
-	job := e.job(lr, ls, ls.gpusFromAttempt())
+	gpus := ls.gpusFromAttempt()
+	job := e.job(lr, ls, gpus)
 	h, err := x.Recover(ctx, job, a.Handle)
-	if errors.Is(err, executor.ErrGone) {
+	switch {
+	case errors.Is(err, executor.ErrNotLaunched):
+		e.log.Info("launching an attempt recorded before the last owner stopped", "run", lr.run.ID, "stage", ls.st.Name, "attempt", a.Number)
+		e.hold(lr, ls, gpus)
+		e.launchAttempt(ctx, lr, ls, gpus)
+		return
+	case errors.Is(err, executor.ErrGone):
 		lost("the process was gone when Niuma restarted")
 		return
-	}
-	if err != nil {
-		lost("could not re-attach: " + err.Error())
+	case err != nil:
+		// Not proof that it is gone: it may still run. Ask again later.
+		e.logWarn(ctx, "could not resolve an attempt; trying again", "run", lr.run.ID, "stage", ls.st.Name, "attempt", a.Number, "err", err)
+		ls.unresolved = true
 		return
 	}
 	ls.handle = h
 	e.hold(lr, ls, job.GPUs)
+	if a.State == storage.AttemptStarting {
+		_ = e.transition(ctx, lr, ls, evLaunched{ref: h.Ref()})
+	}
 	e.log.Info("adopted attempt", "run", lr.run.ID, "stage", ls.st.Name, "attempt", a.Number)
+	if lr.run.CancelRequested || ls.st.Pending.Action != "" {
+		e.stopAttempt(ls) // decided before the last owner stopped
+	}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -312,17 +351,14 @@ func (e *Engine) reconcile(ctx context.Context) {
 			}
 			ok, blocked := needsMet(lr, ls)
 			if blocked != "" {
-				ls.st.State = storage.StageCancelled
-				ls.st.Reason = blocked
-				ls.st.FinishedAt = now
-				e.saveStage(ctx, lr, ls)
+				_ = e.transition(ctx, lr, ls, evSkip{why: blocked})
 				continue
 			}
-			if !ok || now.Before(ls.st.NextAttemptAt) {
+			if !ok || now.Before(ls.st.NextAttemptAt) || now.Before(ls.notBefore) {
 				continue
 			}
 			if err := e.notReady(ctx, lr, away); err != nil {
-				e.shepherdTransition(ctx, lr, ls, shepherdMove{wait: true, code: WaitExecutor, text: waitReason(err)})
+				e.waitFor(ctx, lr, ls, WaitExecutor, waitReason(err))
 				continue
 			}
 			if p, ok := e.execs[lr.run.Executor].(executor.Placer); ok && p.PlacesItself() {
@@ -342,10 +378,10 @@ func (e *Engine) reconcile(ctx context.Context) {
 		for i, d := range decisions {
 			lr, ls := ready[i].lr, ready[i].ls
 			for _, victim := range d.Preempt {
-				e.preempt(victim, "preempted for run "+lr.run.ID)
+				e.preempt(ctx, victim, "preempted for run "+lr.run.ID)
 			}
 			if !d.Placed() {
-				e.shepherdTransition(ctx, lr, ls, shepherdMove{wait: true, code: string(d.Reason.Code), text: d.Wait})
+				e.waitFor(ctx, lr, ls, string(d.Reason.Code), d.Wait)
 				e.observeQueue(ctx, lr, ls, d, now)
 				continue
 			}
@@ -413,35 +449,23 @@ func needsMet(lr *liveRun, ls *liveStage) (ready bool, blocked string) {
 	return ready, ""
 }
 
-// start records a new attempt and launches it.
+// start records a new attempt, as starting with its token, and only then
+// launches it: an attempt that could not be recorded is never launched
+// (the stage stays queued and is tried again shortly).
 func (e *Engine) start(ctx context.Context, lr *liveRun, ls *liveStage, gpus []executor.GPU) {
-	now := time.Now()
-	ls.place.resume, ls.place.preempting = ls.attempt.State == storage.AttemptPreempted, ""
-	ls.st.Attempts++
-	ls.st.State = storage.StageRunning
-	ls.st.Reason, ls.st.ReasonCode = "", ""
-	if ls.st.StartedAt.IsZero() {
-		ls.st.StartedAt = now
+	// The attempt before this one was preempted: this one resumes it.
+	ls.place.resume = ls.attempt.State == storage.AttemptPreempted
+	if err := e.transition(ctx, lr, ls, evStart{gpus: gpus, token: newToken()}); err != nil {
+		ls.notBefore = time.Now().Add(time.Second)
+		return
 	}
 	ls.handle, ls.stop = nil, false
 	e.hold(lr, ls, gpus)
-	uuids := make([]string, len(gpus))
-	for i, g := range gpus {
-		uuids[i] = g.UUID
-	}
-	ls.attempt = storage.Attempt{
-		RunID: lr.run.ID, Stage: ls.st.Name, Number: ls.st.Attempts, State: "running",
-		Executor: lr.run.Executor, GPUs: uuids, StartedAt: now,
-	}
-	if err := e.store.CreateAttempt(ctx, ls.attempt); err != nil {
-		e.log.Error("record attempt", "run", lr.run.ID, "stage", ls.st.Name, "err", err)
-	}
-	e.saveStage(ctx, lr, ls)
-	if lr.run.State == storage.RunQueued {
-		lr.run.State = storage.RunRunning
-		lr.run.StartedAt = now
-		e.saveRun(ctx, lr)
-	}
+	e.launchAttempt(ctx, lr, ls, gpus)
+}
+
+// launchAttempt launches the stage's current attempt, recorded as starting.
+func (e *Engine) launchAttempt(ctx context.Context, lr *liveRun, ls *liveStage, gpus []executor.GPU) {
 	job := e.job(lr, ls, gpus)
 	x := e.execs[lr.run.Executor]
 	timeout := ls.st.TimeoutSec
@@ -459,7 +483,7 @@ func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.J
 	stdout, stderr := stageLogPaths(r.Dir, name, ls.st.Attempts)
 	rt := lr.tmpl.Runtime
 	job := executor.Job{
-		RunID: r.ID, Stage: name, Attempt: ls.st.Attempts,
+		RunID: r.ID, Stage: name, Attempt: ls.st.Attempts, Token: ls.attempt.Token,
 		RunDir: r.Dir, StageDir: stdoutDir(stdout), GPUs: gpus, CodeDir: lr.tmpl.Dir, DataDir: dataDir(lr.tmpl),
 		Image: rt.Image, StdoutPath: stdout, StderrPath: stderr,
 		GPUCount: ls.st.GPUs, GPUMemoryMiB: ls.st.GPUMemoryMiB, Timeout: time.Duration(ls.st.TimeoutSec) * time.Second,
@@ -507,128 +531,96 @@ func (e *Engine) handle(ctx context.Context, r result) {
 		return
 	}
 	if r.requeue != nil {
-		e.requeue(ctx, lr, ls, r.requeue)
+		e.requeue(ctx, lr, ls, r)
 		return
 	}
 	if r.waiting != nil {
 		if ls.st.Reason != *r.waiting {
-			ls.st.Reason = *r.waiting
-			e.saveStage(ctx, lr, ls)
+			_ = e.transition(ctx, lr, ls, evWait{why: *r.waiting})
 		}
 		return
 	}
 	if !r.finished {
 		ls.handle = r.handle
-		ls.attempt.Handle = r.handle.Ref()
-		if err := e.store.UpdateAttempt(ctx, ls.attempt); err != nil {
-			e.log.Error("record attempt handle", "err", err)
-		}
-		if lr.run.CancelRequested || ls.sentinelStop != "" || ls.sentinelRetry != nil {
+		// Should this fail, the attempt stays recorded as starting, with
+		// its token: the next owner finds it by that.
+		_ = e.transition(ctx, lr, ls, evLaunched{ref: r.handle.Ref()})
+		if lr.run.CancelRequested || ls.st.Pending.Action != "" {
 			e.stopAttempt(ls)
 		}
 		return
 	}
-	e.finish(ctx, lr, ls, r.exit)
+	e.finish(ctx, lr, ls, r)
 }
 
-// finish closes the current attempt of a stage and decides what follows:
-// success, a retry after backoff, failure, or cancellation.
-func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, exit executor.Exit) {
-	if e.shepherdTransition(ctx, lr, ls, shepherdMove{exit: exit}) {
-		return // stopped for a preemption: requeued to resume
+// finish records the end of a stage's current attempt and what follows.
+// When that cannot be recorded (the database is full or locked), the end
+// is kept and recorded again later: an exit status is never dropped, nor
+// guessed by a later owner.
+func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, r result) {
+	var decided *storage.Pending
+	if ls.diagnosed != r.attempt {
+		ls.diagnosed = r.attempt
+		decided = e.diagnose(ctx, lr, ls, r.exit) // why it failed; may ask for a retry (cuda_oom)
+		r.decided = decided
 	}
-	e.diagnose(ctx, lr, ls, exit) // why it failed; may prepare a retry (cuda_oom)
-	now := time.Now()
-	st, a := &ls.st, &ls.attempt
+	params := lr.run.Params
+	if err := e.transition(ctx, lr, ls, evEnded{exit: r.exit, decided: r.decided}); err != nil {
+		e.unrecorded = append(e.unrecorded, r)
+		return
+	}
 	ls.handle = nil
 	e.letGo(lr, ls)
-	a.FinishedAt = now
-	if exit.Code >= 0 {
-		code := exit.Code
-		a.ExitCode, st.ExitCode = &code, &code
+	if a := ls.attempt; a.State == storage.AttemptPreempted && !a.StartedAt.IsZero() {
+		ls.place.attained += a.FinishedAt.Sub(a.StartedAt) // the run time the next attempt resumes
 	}
-	maxAttempts := st.Retries + 1
-	stopNote, retryValues, retryNote := ls.sentinelStop, ls.sentinelRetry, ls.sentinelNote
-	ls.sentinelStop, ls.sentinelRetry, ls.sentinelNote = "", nil, ""
-	switch {
-	case retryValues != nil && !lr.run.CancelRequested:
-		a.State, a.Reason = "failed", retryNote+"; "+exit.Describe()
-		if err := e.setValues(ctx, lr, retryValues); err != nil {
-			e.log.Error("retry with changed parameters", "run", lr.run.ID, "err", err)
-			st.State, st.FinishedAt = storage.StageFailed, now
-			st.Reason = "the sentinel's retry could not change the parameters: " + err.Error()
-			break
-		}
-		// A sentinel retry spends none of the template's retries.
-		st.Retries++
-		st.State, st.NextAttemptAt = storage.StageQueued, now
-		st.Reason = retryNote
-	case stopNote != "" && !exit.Success():
-		a.State, a.Reason = "failed", stopNote
-		st.State, st.FinishedAt = storage.StageFailed, now
-		st.Reason = stopNote
-	case exit.Success():
-		a.State, a.Reason = "succeeded", ""
-		st.State, st.Reason, st.FinishedAt = storage.StageSucceeded, "", now
-	case lr.run.CancelRequested:
-		a.State, a.Reason = "cancelled", "cancelled: "+exit.Describe()
-		st.State, st.Reason, st.FinishedAt = storage.StageCancelled, "cancelled by request", now
-	case exit.Interrupted:
-		// The backend went away under the attempt (the Docker daemon
-		// restarted): not the workload's failure. As in requeue, the stage
-		// waits for its executor and runs again without spending a retry;
-		// the attempt itself did run, so it is recorded as interrupted.
-		a.State, a.Reason = storage.AttemptInterrupted, exit.Describe()
-		st.Retries++
-		st.State, st.NextAttemptAt = storage.StageQueued, now
-		st.Reason = fmt.Sprintf("attempt %d %s; it runs again when the executor is ready (no retry spent)", st.Attempts, exit.Describe())
-	default:
-		a.State, a.Reason = "failed", exit.Describe()
-		if exit.Lost {
-			a.State = "lost"
-		}
-		if st.Attempts < maxAttempts {
-			wait := e.opts.Backoff(st.Attempts)
-			st.State = storage.StageQueued
-			st.NextAttemptAt = now.Add(wait)
-			st.Reason = fmt.Sprintf("attempt %d %s; retrying in %s (attempt %d of %d)",
-				st.Attempts, exit.Describe(), wait.Round(time.Second), st.Attempts+1, maxAttempts)
-		} else {
-			st.State, st.FinishedAt = storage.StageFailed, now
-			st.Reason = fmt.Sprintf("%s (attempt %d of %d)", exit.Describe(), st.Attempts, maxAttempts)
-		}
+	if lr.run.Params != params {
+		e.paramsChanged(lr)
 	}
-	if err := e.store.UpdateAttempt(ctx, *a); err != nil {
-		e.log.Error("record attempt end", "err", err)
-	}
-	e.saveStage(ctx, lr, ls)
 }
 
 // requeue puts a stage whose attempt could not start because its backend
 // was away back in the queue. The attempt is recorded as not started and
 // does not count against the stage's retries.
-func (e *Engine) requeue(ctx context.Context, lr *liveRun, ls *liveStage, why error) {
-	a, st := &ls.attempt, &ls.st
+func (e *Engine) requeue(ctx context.Context, lr *liveRun, ls *liveStage, r result) {
+	if err := e.transition(ctx, lr, ls, evNotStarted{why: r.requeue}); err != nil {
+		e.unrecorded = append(e.unrecorded, r)
+		return
+	}
 	ls.handle = nil
 	e.letGo(lr, ls)
-	a.State, a.Reason, a.FinishedAt = "not started", why.Error(), time.Now()
-	if err := e.store.UpdateAttempt(ctx, *a); err != nil {
-		e.log.Error("record attempt end", "err", err)
+}
+
+// resolveAgain asks again what became of the attempts adopt could not
+// resolve.
+func (e *Engine) resolveAgain(ctx context.Context) {
+	for _, lr := range e.runs {
+		for _, ls := range lr.stages {
+			if ls.unresolved && ls.st.State == storage.StageRunning {
+				ls.unresolved = false
+				e.adopt(ctx, lr, ls)
+			}
+		}
 	}
-	st.Retries++
-	st.State, st.Reason = storage.StageQueued, waitReason(why)
-	e.saveStage(ctx, lr, ls)
+}
+
+// retryUnrecorded records again the attempt ends that could not be
+// recorded when they happened.
+func (e *Engine) retryUnrecorded(ctx context.Context) {
+	pending := e.unrecorded
+	e.unrecorded = nil
+	for _, r := range pending {
+		e.handle(ctx, r)
+	}
 }
 
 // cancel stops a run: queued stages are cancelled, running ones stopped.
 func (e *Engine) cancel(ctx context.Context, lr *liveRun) {
-	lr.run.CancelRequested = true
-	now := time.Now()
+	lr.run.CancelRequested = true // as stored by RequestCancel
 	for _, ls := range lr.stages {
 		switch ls.st.State {
 		case storage.StageQueued:
-			ls.st.State, ls.st.Reason, ls.st.FinishedAt = storage.StageCancelled, "cancelled before it started", now
-			e.saveStage(ctx, lr, ls)
+			_ = e.transition(ctx, lr, ls, evSkip{why: "cancelled before it started"})
 		case storage.StageRunning:
 			if ls.handle != nil {
 				e.stopAttempt(ls)
@@ -664,8 +656,9 @@ func (e *Engine) complete(ctx context.Context, lr *liveRun) {
 	if state == "" {
 		return
 	}
-	lr.run.State, lr.run.Error, lr.run.FinishedAt = state, why, time.Now()
-	e.saveRun(ctx, lr)
+	if e.transition(ctx, lr, nil, evRunEnded{state: state, why: why}) != nil {
+		return // closed on a later pass
+	}
 	delete(e.runs, lr.run.ID)
 	e.sent.EndRun(lr.run.ID)
 	e.learn(ctx, lr)
@@ -717,25 +710,7 @@ func outcome(stages []storage.Stage, cancelRequested bool) (storage.RunState, st
 // failRun closes a run that cannot be driven at all.
 func (e *Engine) failRun(ctx context.Context, r storage.Run, why string) {
 	e.log.Error("cannot drive run", "run", r.ID, "why", why)
-	r.State, r.Error, r.FinishedAt = storage.RunFailed, why, time.Now()
-	if err := e.store.UpdateRun(ctx, r); err != nil {
-		e.log.Error("record run failure", "err", err)
-	}
-	e.events.Publish(Event{Kind: RunChanged, RunID: r.ID, State: Failed, Reason: why})
-}
-
-func (e *Engine) saveStage(ctx context.Context, lr *liveRun, ls *liveStage) {
-	if err := e.store.UpdateStage(ctx, ls.st); err != nil {
-		e.log.Error("record stage", "run", lr.run.ID, "stage", ls.st.Name, "err", err)
-	}
-	e.events.Publish(Event{Kind: StageChanged, RunID: lr.run.ID, Stage: ls.st.Name, State: State(ls.st.State), Reason: ls.st.Reason})
-}
-
-func (e *Engine) saveRun(ctx context.Context, lr *liveRun) {
-	if err := e.store.UpdateRun(ctx, lr.run); err != nil {
-		e.log.Error("record run", "run", lr.run.ID, "err", err)
-	}
-	e.events.Publish(Event{Kind: RunChanged, RunID: lr.run.ID, State: State(lr.run.State), Reason: lr.run.Error})
+	_ = e.transition(ctx, &liveRun{run: r}, nil, evRunEnded{state: storage.RunFailed, why: why})
 }
 
 // hold records that a stage has its GPUs, and tells a GPU source that

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"niuma/engine/executor"
@@ -16,9 +15,6 @@ import (
 type placement struct {
 	held     *shepherd.Running // set while an attempt holds GPUs, CPUs or memory
 	attained time.Duration     // run time of its preempted attempts, which the next resumes
-	// preempting says why the shepherd is stopping the current attempt
-	// ("" when it is not): its end is then recorded as preempted.
-	preempting string
 	resume     bool // the current attempt resumes a preempted one: NIUMA_RESUME is set
 	// reasonSaved is when its wait reason was last written (see
 	// reasonRefresh).
@@ -149,101 +145,59 @@ func reserve(inv *shepherd.Inventory, uuid string, mib int64) {
 }
 
 // preempt stops a running spot stage so that the run the shepherd chose can
-// have what it holds; its end is recorded as preempted (see
-// shepherdTransition) and it is requeued, to resume from its checkpoint.
-func (e *Engine) preempt(key, why string) {
+// have what it holds. The request is recorded first (a pending decision,
+// through transition), so that its end is recorded as preempted and the
+// stage queued again, resumed and spending no retry, even when the end is
+// seen by the next owner.
+func (e *Engine) preempt(ctx context.Context, key, why string) {
 	for _, lr := range e.runs {
 		for _, ls := range lr.stages {
 			if stageKey(lr, ls) != key || ls.st.State != storage.StageRunning || ls.handle == nil {
 				continue // not started yet: a later pass asks again
 			}
-			if ls.place.preempting == "" {
+			if ls.st.Pending.Action == "" {
 				e.log.Info("preempt stage", "stage", key, "why", why)
-				ls.place.preempting = why
+				if e.transition(ctx, lr, ls, evDecide{pending: storage.Pending{Action: storage.PendingPreempt, Note: why}}) != nil {
+					continue // not recorded: a later pass asks again
+				}
 			}
-			e.stopAttempt(ls)
+			if ls.st.Pending.Action == storage.PendingPreempt {
+				e.stopAttempt(ls)
+			}
 		}
 	}
 }
 
-// restorePlacement rebuilds, after a restart, what the loop keeps for the
-// shepherd about a stage: the run time of its preempted attempts, and the
-// retries they spent none of.
+// restorePlacement rebuilds, after a restart, the run time of a stage's
+// preempted attempts, which the shepherd counts as service it already had.
+// (The retries they spent none of are stored: Stage.FreeAttempts.)
 func restorePlacement(ls *liveStage, attempts []storage.Attempt) {
 	for _, a := range attempts {
 		if a.Stage != ls.st.Name || a.State != storage.AttemptPreempted {
 			continue
 		}
-		ls.st.Retries++ // a preemption spends no retry
 		if !a.StartedAt.IsZero() && a.FinishedAt.After(a.StartedAt) {
 			ls.place.attained += a.FinishedAt.Sub(a.StartedAt)
 		}
 	}
 }
 
-// A shepherdMove is one change the shepherd's decisions make to a stage.
-type shepherdMove struct {
-	// wait: the stage stays queued, for the reason given as a code and in
-	// words. Otherwise the move is the end of an attempt that was stopped
-	// for a preemption, with exit.
-	wait       bool
-	code, text string
-	exit       executor.Exit
-}
-
-// shepherdTransition is where every change the shepherd makes to a stage's
-// state is written (one place, as for every transition):
-//   - a queued stage's wait reason, with its code (a shepherd.ReasonCode,
-//     or the engine's WaitExecutor while its executor is away);
-//   - the end of an attempt stopped for a preemption: unless it succeeded
-//     or its run is being cancelled (then the usual outcome applies and
-//     false is returned), the attempt is recorded as preempted, the stage
-//     is queued again at once, without spending a retry, and its next
-//     attempt resumes (NIUMA_RESUME).
-//
-// It reports whether it handled the move.
-func (e *Engine) shepherdTransition(ctx context.Context, lr *liveRun, ls *liveStage, m shepherdMove) bool {
-	st := &ls.st
-	if m.wait {
-		now := time.Now()
-		switch {
-		case st.Reason == m.text && st.ReasonCode == m.code:
-		case st.ReasonCode == m.code && st.Reason != "" && now.Sub(ls.place.reasonSaved) < reasonRefresh:
-			// Only the words moved: written at a later pass.
-		default:
-			st.Reason, st.ReasonCode = m.text, m.code
+// waitFor records why a queued stage waits, with its code (a
+// shepherd.ReasonCode, or the engine's WaitExecutor while its executor is
+// away). A new code is written at once; when only the words move ("3 runs
+// ahead" becoming "2 runs ahead") they are written at most every
+// reasonRefresh.
+func (e *Engine) waitFor(ctx context.Context, lr *liveRun, ls *liveStage, code, text string) {
+	st, now := &ls.st, time.Now()
+	switch {
+	case st.Reason == text && st.ReasonCode == code:
+	case st.ReasonCode == code && st.Reason != "" && now.Sub(ls.place.reasonSaved) < reasonRefresh:
+		// Only the words moved: written at a later pass.
+	default:
+		if e.transition(ctx, lr, ls, evWait{why: text, code: code}) == nil {
 			ls.place.reasonSaved = now
-			e.saveStage(ctx, lr, ls)
 		}
-		return true
 	}
-	why := ls.place.preempting
-	ls.place.preempting = ""
-	if why == "" || m.exit.Success() || lr.run.CancelRequested {
-		return false
-	}
-	now := time.Now()
-	a := &ls.attempt
-	ls.handle = nil
-	e.letGo(lr, ls)
-	a.FinishedAt = now
-	if m.exit.Code >= 0 {
-		code := m.exit.Code
-		a.ExitCode = &code
-	}
-	a.State, a.Reason = storage.AttemptPreempted, why+"; "+m.exit.Describe()
-	if !a.StartedAt.IsZero() {
-		ls.place.attained += now.Sub(a.StartedAt)
-	}
-	st.Retries++ // a preemption spends no retry
-	st.State, st.NextAttemptAt = storage.StageQueued, now
-	st.Reason = fmt.Sprintf("attempt %d was preempted (%s); it resumes from its checkpoint when the shepherd places it again (no retry spent)", st.Attempts, why)
-	st.ReasonCode = WaitPreempted
-	if err := e.store.UpdateAttempt(ctx, *a); err != nil {
-		e.log.Error("record attempt end", "err", err)
-	}
-	e.saveStage(ctx, lr, ls)
-	return true
 }
 
 // resumeEnv tells an attempt that resumes a preempted one where its

@@ -67,9 +67,12 @@ type StageInfo struct {
 	Needs       []string `json:"needs"`
 	State       State    `json:"state"`
 	Attempts    int      `json:"attempts"`     // started so far
-	MaxAttempts int      `json:"max_attempts"` // 1 + retries
-	ExitCode    *int     `json:"exit_code"`
-	Reason      string   `json:"reason"`
+	MaxAttempts int      `json:"max_attempts"` // 1 + retries + free attempts
+	// SentinelAttempts counts the attempts the sentinel asked for (they
+	// spend none of the template's retries).
+	SentinelAttempts int    `json:"sentinel_attempts,omitempty"`
+	ExitCode         *int   `json:"exit_code"`
+	Reason           string `json:"reason"`
 	// ReasonCode is Reason's code: a shepherd.ReasonCode (cpu, gpu_memory,
 	// ...) or the engine's own (executor, preempted); "" when none.
 	ReasonCode   string        `json:"reason_code,omitempty"`
@@ -84,6 +87,17 @@ type StageInfo struct {
 	// Failure, for a failed stage, is why its last attempt failed (set by
 	// Engine.Run).
 	Failure *FailureInfo `json:"failure,omitempty"`
+}
+
+// AttemptsText says how many attempts a stage has had of how many it may
+// have, and how many of them the sentinel asked for: "2 of 2, 1 by the
+// sentinel".
+func (s StageInfo) AttemptsText() string {
+	t := fmt.Sprintf("%d of %d", s.Attempts, s.MaxAttempts)
+	if s.SentinelAttempts > 0 {
+		t += fmt.Sprintf(", %d by the sentinel", s.SentinelAttempts)
+	}
+	return t
 }
 
 // AttemptInfo is one attempt of a stage.
@@ -142,8 +156,9 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 	}
 	for _, s := range stages {
 		si := StageInfo{
-			Name: s.Name, Needs: s.Needs, State: State(s.State), Attempts: s.Attempts, MaxAttempts: s.Retries + 1,
-			ExitCode: s.ExitCode, Reason: s.Reason, GPUs: s.GPUs, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+			Name: s.Name, Needs: s.Needs, State: State(s.State), Attempts: s.Attempts, MaxAttempts: s.MaxAttempts(),
+			SentinelAttempts: s.SentinelAttempts,
+			ExitCode:         s.ExitCode, Reason: s.Reason, GPUs: s.GPUs, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 			ReasonCode: s.ReasonCode, GPUMemoryMiB: s.GPUMemoryMiB, CPUMilli: s.CPUMilli, MemMiB: s.MemMiB, Estimate: s.Estimate,
 		}
 		for _, a := range attempts {

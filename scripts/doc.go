@@ -1,5 +1,6 @@
 // Package scripts holds no code of Niuma itself: its tests run the shell
 // scripts beside it (apt-source.sh for `make demo-image`, gpu-check.sh) the
 // way a user or the Makefile runs them. gpucheck/ is the GPU check's
-// comparison tool.
+// comparison tool. soak.sh (make soak) kills the engine at random moments
+// and checks the archive afterwards; the Makefile runs its short version.
 package scripts

@@ -251,7 +251,16 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 // is sticky: UpdateRun can set it but never clears it, so that a cancel
 // requested (RequestCancel) after the caller read the run is not lost.
 func (db *DB) UpdateRun(ctx context.Context, r Run) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, cancel_requested = (cancel_requested OR ?),
+	return updateRun(ctx, db.w, r)
+}
+
+// execer is a connection or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func updateRun(ctx context.Context, x execer, r Run) error {
+	res, err := x.ExecContext(ctx, `UPDATE runs SET state = ?, error = ?, cancel_requested = (cancel_requested OR ?),
 		fingerprint = ?, started_ns = ?, finished_ns = ? WHERE id = ?`,
 		string(r.State), r.Error, boolArg(r.CancelRequested), r.Fingerprint,
 		timeArg(r.StartedAt), timeArg(r.FinishedAt), r.ID)
@@ -264,7 +273,11 @@ func (db *DB) UpdateRun(ctx context.Context, r Run) error {
 // SetRunParams replaces a run's parameter values (JSON), when the engine
 // retries an attempt with changed parameters.
 func (db *DB) SetRunParams(ctx context.Context, id, params string) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE runs SET params = ? WHERE id = ?`, params, id)
+	return setRunParams(ctx, db.w, id, params)
+}
+
+func setRunParams(ctx context.Context, x execer, id, params string) error {
+	res, err := x.ExecContext(ctx, `UPDATE runs SET params = ? WHERE id = ?`, params, id)
 	if err != nil {
 		return fmt.Errorf("set params of run %s: %w", id, err)
 	}
@@ -307,7 +320,7 @@ func mustAffect(res sql.Result, format string, args ...any) error {
 
 const stageColumns = `run_id, name, position, needs, gpus, gpu_memory_mib, retries, timeout_sec,
 	state, attempts, exit_code, reason, next_attempt_ns, started_ns, finished_ns,
-	cpu_milli, mem_mib, estimate_ns, reason_code`
+	cpu_milli, mem_mib, estimate_ns, reason_code, free_attempts, sentinel_attempts, pending_action, pending_note, pending_params`
 
 // Stages returns the stages of a run ordered by Position (then name).
 func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
@@ -327,7 +340,7 @@ func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
 		)
 		if err := rows.Scan(&s.RunID, &s.Name, &s.Position, &needs, &s.GPUs, &s.GPUMemoryMiB, &s.Retries,
 			&s.TimeoutSec, &state, &s.Attempts, &exit, &s.Reason, &next, &started, &finished,
-			&s.CPUMilli, &s.MemMiB, &estimate, &s.ReasonCode); err != nil {
+			&s.CPUMilli, &s.MemMiB, &estimate, &s.ReasonCode, &s.FreeAttempts, &s.SentinelAttempts, &s.Pending.Action, &s.Pending.Note, &s.Pending.Params); err != nil {
 			return nil, fmt.Errorf("stages of run %s: %w", runID, err)
 		}
 		if s.Needs, err = parseList(needs); err != nil {
@@ -346,12 +359,19 @@ func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
 }
 
 // UpdateStage writes the mutable fields of a stage: State, Attempts,
-// ExitCode, Reason, ReasonCode, NextAttemptAt, StartedAt and FinishedAt.
+// ExitCode, Reason, ReasonCode, NextAttemptAt, StartedAt, FinishedAt,
+// FreeAttempts, SentinelAttempts and Pending.
 func (db *DB) UpdateStage(ctx context.Context, s Stage) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE stages SET state = ?, attempts = ?, exit_code = ?, reason = ?, reason_code = ?,
-		next_attempt_ns = ?, started_ns = ?, finished_ns = ? WHERE run_id = ? AND name = ?`,
+	return updateStage(ctx, db.w, s)
+}
+
+func updateStage(ctx context.Context, x execer, s Stage) error {
+	res, err := x.ExecContext(ctx, `UPDATE stages SET state = ?, attempts = ?, exit_code = ?, reason = ?, reason_code = ?,
+		next_attempt_ns = ?, started_ns = ?, finished_ns = ?, free_attempts = ?, sentinel_attempts = ?,
+		pending_action = ?, pending_note = ?, pending_params = ? WHERE run_id = ? AND name = ?`,
 		string(s.State), s.Attempts, intPtrArg(s.ExitCode), s.Reason, s.ReasonCode,
-		timeArg(s.NextAttemptAt), timeArg(s.StartedAt), timeArg(s.FinishedAt), s.RunID, s.Name)
+		timeArg(s.NextAttemptAt), timeArg(s.StartedAt), timeArg(s.FinishedAt), s.FreeAttempts, s.SentinelAttempts,
+		s.Pending.Action, s.Pending.Note, s.Pending.Params, s.RunID, s.Name)
 	if err != nil {
 		return fmt.Errorf("update stage %s of run %s: %w", s.Name, s.RunID, err)
 	}
@@ -362,14 +382,18 @@ func (db *DB) UpdateStage(ctx context.Context, s Stage) error {
 
 // CreateAttempt stores a new attempt of a stage; the stage must exist.
 func (db *DB) CreateAttempt(ctx context.Context, a Attempt) error {
+	return createAttempt(ctx, db.w, a)
+}
+
+func createAttempt(ctx context.Context, x execer, a Attempt) error {
 	gpus, err := jsonList(a.GPUs)
 	if err != nil {
 		return fmt.Errorf("create attempt %d of stage %s of run %s: gpus: %w", a.Number, a.Stage, a.RunID, err)
 	}
-	if _, err := db.w.ExecContext(ctx, `INSERT INTO attempts (run_id, stage, number, state, executor, handle,
-		gpus, exit_code, reason, started_ns, finished_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := x.ExecContext(ctx, `INSERT INTO attempts (run_id, stage, number, state, executor, handle,
+		gpus, exit_code, reason, started_ns, finished_ns, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.RunID, a.Stage, a.Number, a.State, a.Executor, a.Handle, gpus, intPtrArg(a.ExitCode), a.Reason,
-		timeArg(a.StartedAt), timeArg(a.FinishedAt)); err != nil {
+		timeArg(a.StartedAt), timeArg(a.FinishedAt), a.Token); err != nil {
 		return fmt.Errorf("create attempt %d of stage %s of run %s: %w", a.Number, a.Stage, a.RunID, err)
 	}
 	return nil
@@ -378,11 +402,15 @@ func (db *DB) CreateAttempt(ctx context.Context, a Attempt) error {
 // UpdateAttempt writes the mutable fields of an attempt: State, Handle,
 // GPUs, ExitCode, Reason and FinishedAt.
 func (db *DB) UpdateAttempt(ctx context.Context, a Attempt) error {
+	return updateAttempt(ctx, db.w, a)
+}
+
+func updateAttempt(ctx context.Context, x execer, a Attempt) error {
 	gpus, err := jsonList(a.GPUs)
 	if err != nil {
 		return fmt.Errorf("update attempt %d of stage %s of run %s: gpus: %w", a.Number, a.Stage, a.RunID, err)
 	}
-	res, err := db.w.ExecContext(ctx, `UPDATE attempts SET state = ?, handle = ?, gpus = ?, exit_code = ?,
+	res, err := x.ExecContext(ctx, `UPDATE attempts SET state = ?, handle = ?, gpus = ?, exit_code = ?,
 		reason = ?, finished_ns = ? WHERE run_id = ? AND stage = ? AND number = ?`,
 		a.State, a.Handle, gpus, intPtrArg(a.ExitCode), a.Reason, timeArg(a.FinishedAt),
 		a.RunID, a.Stage, a.Number)
@@ -392,11 +420,65 @@ func (db *DB) UpdateAttempt(ctx context.Context, a Attempt) error {
 	return mustAffect(res, "update attempt %d of stage %s of run %s", a.Number, a.Stage, a.RunID)
 }
 
+// Transition is every row one decision of the engine changes: a run, its
+// parameters, some of its stages, a new attempt and an ended one. Apply
+// writes it in one transaction, so that a reader (or the next owner after
+// a crash) sees all of it or none of it. Nil and empty fields are left
+// alone.
+type Transition struct {
+	Run        *Run     // UpdateRun's fields
+	Params     *string  // the run's new parameters (JSON)
+	Stages     []Stage  // UpdateStage's fields
+	NewAttempt *Attempt // inserted
+	Attempt    *Attempt // UpdateAttempt's fields
+}
+
+// Apply writes a transition in one transaction: all of it or nothing.
+func (db *DB) Apply(ctx context.Context, t Transition) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("apply transition: %w", err)
+	}
+	defer rollback(tx)
+	if t.Attempt != nil {
+		if err := updateAttempt(ctx, tx, *t.Attempt); err != nil {
+			return err
+		}
+	}
+	for _, s := range t.Stages {
+		if err := updateStage(ctx, tx, s); err != nil {
+			return err
+		}
+	}
+	if t.NewAttempt != nil {
+		if err := createAttempt(ctx, tx, *t.NewAttempt); err != nil {
+			return err
+		}
+	}
+	if t.Params != nil {
+		if t.Run == nil {
+			return errors.New("apply transition: new parameters without their run")
+		}
+		if err := setRunParams(ctx, tx, t.Run.ID, *t.Params); err != nil {
+			return err
+		}
+	}
+	if t.Run != nil {
+		if err := updateRun(ctx, tx, *t.Run); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("apply transition: commit: %w", err)
+	}
+	return nil
+}
+
 // Attempts returns all attempts of a run ordered by stage position, then
 // attempt number.
 func (db *DB) Attempts(ctx context.Context, runID string) ([]Attempt, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT a.run_id, a.stage, a.number, a.state, a.executor, a.handle,
-		a.gpus, a.exit_code, a.reason, a.started_ns, a.finished_ns
+		a.gpus, a.exit_code, a.reason, a.started_ns, a.finished_ns, a.token
 		FROM attempts a JOIN stages s ON s.run_id = a.run_id AND s.name = a.stage
 		WHERE a.run_id = ? ORDER BY s.position, s.name, a.number`, runID)
 	if err != nil {
@@ -412,7 +494,7 @@ func (db *DB) Attempts(ctx context.Context, runID string) ([]Attempt, error) {
 			started, finished sql.NullInt64
 		)
 		if err := rows.Scan(&a.RunID, &a.Stage, &a.Number, &a.State, &a.Executor, &a.Handle, &gpus,
-			&exit, &a.Reason, &started, &finished); err != nil {
+			&exit, &a.Reason, &started, &finished, &a.Token); err != nil {
 			return nil, fmt.Errorf("attempts of run %s: %w", runID, err)
 		}
 		if a.GPUs, err = parseList(gpus); err != nil {
@@ -424,6 +506,28 @@ func (db *DB) Attempts(ctx context.Context, runID string) ([]Attempt, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("attempts of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// AttemptTokens lists the token of every attempt of the given executor the
+// archive holds, finished or not: what a backend's sweep must never touch.
+func (db *DB) AttemptTokens(ctx context.Context, executor string) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT token FROM attempts WHERE executor = ? AND token <> ''`, executor)
+	if err != nil {
+		return nil, fmt.Errorf("tokens of %s attempts: %w", executor, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, fmt.Errorf("tokens of %s attempts: %w", executor, err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tokens of %s attempts: %w", executor, err)
 	}
 	return out, nil
 }

@@ -52,6 +52,10 @@ func (s StageState) Done() bool {
 
 // Attempt states (Attempt.State is a plain string).
 const (
+	// AttemptStarting: recorded, with its Token, before it is launched;
+	// it may or may not run yet. A new owner asks the executor by the
+	// token (see executor.Executor.Recover).
+	AttemptStarting  = "starting"
 	AttemptRunning   = "running"
 	AttemptSucceeded = "succeeded"
 	AttemptFailed    = "failed"
@@ -64,7 +68,24 @@ const (
 	// for other work; the stage runs again, resumed, without spending a
 	// retry.
 	AttemptPreempted = "preempted"
+	// AttemptNotStarted: its backend was away; it never ran.
+	AttemptNotStarted = "not started"
 )
+
+// Pending actions: what the engine decided about a stage's current attempt
+// while it runs, applied when it ends.
+const (
+	PendingStop    = "stop"    // the sentinel stops the run: fail without retries
+	PendingRetry   = "retry"   // the sentinel retries, maybe with new parameters, spending no retry
+	PendingPreempt = "preempt" // stopped for another run's GPUs: queued again, spending no retry
+)
+
+// Pending is a decision about a stage's current attempt (see Pending*).
+type Pending struct {
+	Action string // "" = none
+	Note   string // what the user reads about it
+	Params string // PendingRetry: the run's new parameters (JSON); "" = unchanged
+}
 
 // Run is one experiment: a template snapshot with chosen parameters, run as
 // a DAG of stages.
@@ -115,7 +136,19 @@ type Stage struct {
 	NextAttemptAt time.Time // backoff: not before this
 	StartedAt     time.Time
 	FinishedAt    time.Time
+	// FreeAttempts counts attempts that spent none of Retries (the
+	// sentinel's retries, a backend that was away); SentinelAttempts how
+	// many of them the sentinel asked for.
+	FreeAttempts     int
+	SentinelAttempts int
+	// Pending is what happens when the current attempt ends, decided
+	// while it runs.
+	Pending Pending
 }
+
+// MaxAttempts is how many attempts the stage may have: one, its retries
+// and the free ones.
+func (s Stage) MaxAttempts() int { return 1 + s.Retries + s.FreeAttempts }
 
 // Attempt is one execution of a stage.
 type Attempt struct {
@@ -124,6 +157,7 @@ type Attempt struct {
 	State        string // AttemptRunning, AttemptSucceeded, ...
 	Executor     string
 	Handle       string   // executor-specific JSON to re-attach after restart
+	Token        string   // the identity it is launched under (see AttemptStarting)
 	GPUs         []string // GPU UUIDs, stored as JSON; empty reads back as nil
 	ExitCode     *int
 	Reason       string

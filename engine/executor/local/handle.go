@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,7 +130,9 @@ func groupAlive(pgid int) bool {
 }
 
 // poll watches an adopted process until it is gone, then reads the exit
-// status the shim recorded.
+// status the shim recorded. Without one, the attempt ends as lost only once
+// no process carries its token: a lost attempt is retried, and must never
+// run beside what is left of it.
 func (h *handle) poll() {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
@@ -139,12 +142,60 @@ func (h *handle) poll() {
 		}
 		ex, ok := readExitFile(h.ref.ExitFile)
 		if !ok {
+			if len(tokenProcesses(h.ref.Token)) > 0 {
+				continue
+			}
 			ex = executor.Exit{Code: -1, Lost: true, Reason: "the process ended while Niuma was away and left no exit status (killed by a signal?)"}
 		}
 		h.exit = ex
 		close(h.done)
 		return
 	}
+}
+
+// tokenProc is a live process that carries an attempt's token.
+type tokenProc struct {
+	pid, pgid int
+	startTime uint64
+}
+
+// tokenProcesses lists the live processes whose environment carries token
+// (none for ""). A process that changed its own environment is not seen.
+func tokenProcesses(token string) []tokenProc {
+	if token == "" {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	want := []byte(tokenEnv + "=" + token + "\x00")
+	var out []tokenProc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.HasPrefix(b, want) && !bytes.Contains(b, append([]byte{0}, want...)) {
+			continue
+		}
+		if st, ok := processStat(pid); ok && st.running() {
+			out = append(out, tokenProc{pid: pid, pgid: st.pgid, startTime: st.startTime})
+		}
+	}
+	return out
+}
+
+// tokenLeader is the shim of an attempt found by its token: the process
+// that carries it and leads its process group.
+func tokenLeader(token string) (tokenProc, bool) {
+	for _, p := range tokenProcesses(token) {
+		if p.pid == p.pgid {
+			return p, true
+		}
+	}
+	return tokenProc{}, false
 }
 
 // alive reports whether the recorded process still runs and is the same
@@ -194,10 +245,15 @@ func processStat(pid int) (procStat, bool) {
 	return procStat{state: f[0], pgid: pgid, startTime: st}, true
 }
 
+// readExitFile reads the status the shim wrote; false while the file holds
+// only the blank line Start wrote, or is missing.
 func readExitFile(path string) (executor.Exit, bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return executor.Exit{}, false
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
 	}
 	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {

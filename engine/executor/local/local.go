@@ -23,6 +23,15 @@ import (
 // it is ever parsed by the shell; exec makes the shell run the program on
 // PATH even where it has a builtin of the same name (echo, printf, kill).
 //
+// Before it runs the command, the shim claims the attempt: it creates the
+// pid file (its pid, the attempt's token and its start time) with O_EXCL
+// (set -C), so that of two shims of one attempt only one ever runs the
+// command, and tells Start on fd 3. A later owner finds the attempt by the
+// pid file, or by the token in the environment of its processes
+// (tokenEnv) while the pid file is not written yet. The exit file is
+// written in place ("1<>": no truncation, no new block), over the blank
+// line Start pre-allocated, so a full disk cannot lose an exit status.
+//
 // The shim and the command share a process group, and Stop signals the
 // group, so the command gets Stop's SIGTERM straight from the kernel,
 // exactly once, as a job in a terminal gets Ctrl-C. The shim only catches
@@ -31,14 +40,39 @@ import (
 // "force quit now". And it runs the command in the foreground, because a
 // trapped signal interrupts wait(1) for a background child, after which
 // some shells (bash, also as /bin/sh) have already reaped the child and
-// report 143 or nothing instead of its status.
-const shim = `exit_file=$1; shift
+// report 143 or nothing instead of its status. SIGPIPE is ignored while it
+// tells Start (which may have died), and restored for the command.
+const shim = `exit_file=$1 pid_file=$2 token=$3; shift 3
 trap : TERM INT HUP
+start_time=0
+if read -r stat < /proc/$$/stat 2>/dev/null; then
+	stat=${stat##*) }
+	start_field() { start_time=${20}; }
+	start_field $stat
+fi
+set -C
+printf '%s %s %s\n' "$$" "$token" "$start_time" > "$pid_file" || exit 97
+set +C
+trap '' PIPE
+echo launched >&3 || :
+exec 3>&-
+trap - PIPE
 (exec "$@")
 code=$?
-printf '%s\n' "$code" > "$exit_file.tmp" && mv "$exit_file.tmp" "$exit_file"
+printf '%s\n' "$code" 1<> "$exit_file"
 exit "$code"
 `
+
+// claimLost is the shim's status when another shim of the attempt holds
+// its pid file.
+const claimLost = 97
+
+// tokenEnv carries the attempt's token into its processes' environment.
+const tokenEnv = "NIUMA_ATTEMPT_TOKEN"
+
+// exitFileBlank is what the exit file holds until the shim writes the
+// status over it: room for any status, on a block already allocated.
+var exitFileBlank = []byte("                               \n")
 
 // Executor runs attempts as host processes.
 type Executor struct {
@@ -57,6 +91,9 @@ type ref struct {
 	PID       int    `json:"pid"`
 	StartTime uint64 `json:"start_time"` // /proc/PID/stat field 22: guards against PID reuse
 	ExitFile  string `json:"exit_file"`
+	// Token is the attempt's token, which its processes carry in their
+	// environment: while any of them lives, the attempt is not gone.
+	Token string `json:"token,omitempty"`
 }
 
 // Start implements executor.Executor.
@@ -82,13 +119,26 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	}
 	defer stderr.Close()
 
-	exitFile := exitFilePath(job)
-	_ = os.Remove(exitFile)
+	exitFile, pidFile := exitFilePath(job), pidFilePath(job)
+	if r, ok := readPidFile(pidFile); ok && job.Token != "" && r.Token == job.Token {
+		// Launched already (by an owner that died before it learnt so):
+		// follow that one, never a second.
+		return x.Recover(ctx, job, "")
+	}
+	_ = os.Remove(pidFile)
+	if err := os.WriteFile(exitFile, exitFileBlank, 0o644); err != nil {
+		return nil, fmt.Errorf("prepare the exit status file: %w", err)
+	}
 	shell := x.Shell
 	if shell == "" {
 		shell = "/bin/sh"
 	}
-	args := append([]string{"-c", shim, "niuma-stage", exitFile}, job.Argv...)
+	claimed, tell, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", job.Argv[0], err)
+	}
+	defer claimed.Close()
+	args := append([]string{"-c", shim, "niuma-stage", exitFile, pidFile, job.Token}, job.Argv...)
 	// Not exec.CommandContext: the attempt must outlive ctx (and this
 	// process); it ends through Stop.
 	cmd := exec.Command(shell, args...)
@@ -96,13 +146,16 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	cmd.Env = env
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
+	cmd.ExtraFiles = []*os.File{tell} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	tell.Close()
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
 	st, _ := processStartTime(cmd.Process.Pid)
 	h := &handle{
-		ref:  ref{PID: cmd.Process.Pid, StartTime: st, ExitFile: exitFile},
+		ref:  ref{PID: cmd.Process.Pid, StartTime: st, ExitFile: exitFile, Token: job.Token},
 		done: make(chan struct{}),
 	}
 	go func() {
@@ -110,26 +163,75 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 		h.exit = exitFromWait(cmd.ProcessState, err, exitFile)
 		close(h.done)
 	}()
-	return h, nil
+	// Returns once the shim has claimed the attempt (its pid file is
+	// written), or has ended without.
+	buf := make([]byte, 16)
+	if n, _ := claimed.Read(buf); n > 0 {
+		return h, nil
+	}
+	<-h.done
+	if h.exit.Code == claimLost {
+		if r, ok := readPidFile(pidFile); ok && job.Token != "" && r.Token == job.Token && r.PID != h.ref.PID {
+			return x.Recover(ctx, job, "")
+		}
+		return nil, fmt.Errorf("could not write the attempt's pid file %s (is the disk full?)", pidFile)
+	}
+	return h, nil // it ended before it told (killed): Wait says how
 }
 
-// Recover implements executor.Executor.
+// Recover implements executor.Executor. With a ref it follows the process
+// the ref names; with none, it finds the attempt by its token: the pid
+// file its shim wrote, or a process that carries the token. A process
+// alive is adopted; one that ended left its status in the exit file; with
+// no pid file and no process, the attempt was never launched. An attempt
+// whose shim is gone without a status is not gone while any process with
+// its token lives: the handle follows them, and ends as lost after them.
 func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string) (executor.Handle, error) {
 	var r ref
+	if refJSON == "" {
+		if job.Token == "" {
+			return nil, executor.ErrGone
+		}
+		pr, ok := readPidFile(pidFilePath(job))
+		switch {
+		case ok && pr.Token == job.Token:
+			r = ref{PID: pr.PID, StartTime: pr.StartTime}
+		case ok:
+			return nil, executor.ErrGone // another attempt's: never adopt it
+		default:
+			// No claim yet: a shim that has not written its pid file, or
+			// nothing at all.
+			leader, found := tokenLeader(job.Token)
+			if !found {
+				if len(tokenProcesses(job.Token)) > 0 {
+					return nil, fmt.Errorf("processes carry the attempt's token but none leads its group")
+				}
+				return nil, executor.ErrNotLaunched
+			}
+			r = ref{PID: leader.pid, StartTime: leader.startTime}
+		}
+		r.ExitFile = exitFilePath(job)
+	} else if err := json.Unmarshal([]byte(refJSON), &r); err != nil {
+		return nil, executor.ErrGone
+	}
 	// PID 1 is init and no shim (a child of Niuma); Stop would signal
 	// group -1, which kill(2) takes to mean every process there is.
-	if err := json.Unmarshal([]byte(refJSON), &r); err != nil || r.PID <= 1 {
+	if r.PID <= 1 {
 		return nil, executor.ErrGone
+	}
+	if r.Token == "" {
+		r.Token = job.Token
 	}
 	h := &handle{ref: r, done: make(chan struct{}), adopted: true}
 	if !r.alive() {
-		ex, ok := readExitFile(r.ExitFile)
-		if !ok {
+		if ex, ok := readExitFile(r.ExitFile); ok {
+			h.exit = ex
+			close(h.done)
+			return h, nil
+		}
+		if len(tokenProcesses(r.Token)) == 0 {
 			return nil, executor.ErrGone
 		}
-		h.exit = ex
-		close(h.done)
-		return h, nil
 	}
 	go h.poll()
 	return h, nil
@@ -155,11 +257,45 @@ func environ(job executor.Job) []string {
 			ids[i] = g.UUID
 		}
 	}
-	return append(env, "CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","))
+	env = append(env, "CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","))
+	if job.Token != "" {
+		env = append(env, tokenEnv+"="+job.Token)
+	}
+	return env
 }
 
 func exitFilePath(job executor.Job) string {
 	return filepath.Join(job.StageDir, fmt.Sprintf(".attempt-%d.exit", job.Attempt))
+}
+
+func pidFilePath(job executor.Job) string {
+	return filepath.Join(job.StageDir, fmt.Sprintf(".attempt-%d.pid", job.Attempt))
+}
+
+// pidRecord is what the shim writes to the pid file.
+type pidRecord struct {
+	PID       int
+	Token     string
+	StartTime uint64
+}
+
+// readPidFile reads a pid file; false when there is none or it is not
+// complete.
+func readPidFile(path string) (pidRecord, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return pidRecord{}, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 3 || !strings.HasSuffix(string(b), "\n") {
+		return pidRecord{}, false
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	st, err2 := strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return pidRecord{}, false
+	}
+	return pidRecord{PID: pid, Token: f[1], StartTime: st}, true
 }
 
 // defaultPath is the search path shells use when the environment has none.

@@ -216,6 +216,17 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
+// exitStatus is the status line the shim wrote over the exit file's blank
+// line, with its newline; "" while there is none.
+func exitStatus(t *testing.T, path string) string {
+	t.Helper()
+	line, _, _ := strings.Cut(readFile(t, path), "\n")
+	if strings.TrimSpace(line) == "" {
+		return ""
+	}
+	return line + "\n"
+}
+
 func shimPID(h executor.Handle) int { return h.(*handle).ref.PID }
 
 // shells are the shells the shim is tested under: /bin/sh (dash on Debian),
@@ -252,7 +263,7 @@ func TestExitZeroIsSuccessAndOutputGoesToLogs(t *testing.T) {
 	require.Equal(t, "exited with code 0", ex.Describe())
 	require.Equal(t, "out1\nout2\n", readFile(t, job.StdoutPath))
 	require.Equal(t, "err1\n", readFile(t, job.StderrPath))
-	require.Equal(t, "0\n", readFile(t, filepath.Join(job.StageDir, ".attempt-2.exit")))
+	require.Equal(t, "0\n", exitStatus(t, filepath.Join(job.StageDir, ".attempt-2.exit")))
 }
 
 func TestExitCode(t *testing.T) {
@@ -266,7 +277,7 @@ func TestExitCode(t *testing.T) {
 			require.False(t, ex.Success())
 			require.Equal(t, "exited with code 3", ex.Describe())
 			require.Equal(t, "failing\n", readFile(t, job.StderrPath))
-			require.Equal(t, "3\n", readFile(t, filepath.Join(job.StageDir, ".attempt-2.exit")))
+			require.Equal(t, "3\n", exitStatus(t, filepath.Join(job.StageDir, ".attempt-2.exit")))
 		})
 	}
 }
@@ -576,7 +587,7 @@ func TestStartRemovesStaleExitFile(t *testing.T) {
 
 	h := start(t, New(), job)
 	waitForFile(t, filepath.Join(job.RunDir, "ready"))
-	require.NoFileExists(t, exitFile)
+	require.Equal(t, "", exitStatus(t, exitFile), "no status while it runs")
 
 	adopted, err := New().Recover(context.Background(), job, h.Ref())
 	require.NoError(t, err)
@@ -589,7 +600,7 @@ func TestStartRemovesStaleExitFile(t *testing.T) {
 	release(filepath.Join(job.RunDir, "release"))
 	require.Equal(t, executor.Exit{Code: 0}, wait(t, h))
 	require.Equal(t, executor.Exit{Code: 0}, wait(t, adopted))
-	require.Equal(t, "0\n", readFile(t, exitFile))
+	require.Equal(t, "0\n", exitStatus(t, exitFile))
 }
 
 // stopGraceful is a child that exits 0 on SIGTERM, with a grandchild that
@@ -756,7 +767,7 @@ func TestChildKilledFromOutside(t *testing.T) {
 			require.False(t, ex.Success())
 			require.Contains(t, ex.Describe(), "137")
 			require.Contains(t, ex.Describe(), "killed")
-			require.Equal(t, "137\n", readFile(t, filepath.Join(job.StageDir, ".attempt-2.exit")))
+			require.Equal(t, "137\n", exitStatus(t, filepath.Join(job.StageDir, ".attempt-2.exit")))
 		})
 	}
 }
@@ -772,7 +783,7 @@ func TestShimKilled(t *testing.T) {
 	ex := wait(t, h)
 	require.Equal(t, executor.Exit{Code: -1, Signal: "killed"}, ex)
 	require.False(t, ex.Success())
-	require.NoFileExists(t, filepath.Join(job.StageDir, ".attempt-2.exit"))
+	require.Equal(t, "", exitStatus(t, filepath.Join(job.StageDir, ".attempt-2.exit")), "no status")
 }
 
 func TestRecoverRunningAttempt(t *testing.T) {

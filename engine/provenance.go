@@ -91,9 +91,16 @@ func (e *Engine) provenance(ctx context.Context, t *template.Template, values te
 	}
 	data := dataDir(t)
 	if t.Dir != "" {
+		// Niuma's own data directory may sit inside the code folder (a
+		// NIUMA_HOME next to the scripts): the archive is not code, it
+		// changes with every run, and reading SQLite's shared-memory file
+		// from this process would drop the process's own locks on it.
 		var exclude []string
-		if data != "" {
-			if abs, err := filepath.Abs(data); err == nil {
+		for _, d := range []string{data, e.opts.Home} {
+			if d == "" {
+				continue
+			}
+			if abs, err := filepath.Abs(d); err == nil {
 				exclude = append(exclude, abs)
 			}
 		}

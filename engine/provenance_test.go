@@ -205,3 +205,27 @@ func TestSameResult(t *testing.T) {
 		assert.Equal(t, tt.want, sameResult(tt.a, tt.b), "%v vs %v", tt.a, tt.b)
 	}
 }
+
+// A data directory inside the code folder (NIUMA_HOME next to the
+// scripts) is not part of the code: the archive changes with every run,
+// and reading SQLite's files from the owning process drops its locks.
+func TestTheArchiveInsideTheCodeFolderIsNotCode(t *testing.T) {
+	h := newHarness(t)
+	e := h.engine()
+	ctx := context.Background()
+	tm := parse(t, dagYAML)
+	tm.Dir = filepath.Dir(h.home) // the code folder holds the data directory: niuma.db, its log, runs/
+	require.NoError(t, os.WriteFile(filepath.Join(tm.Dir, "train.py"), []byte("print(1)\n"), 0o644))
+	first, err := e.Submit(ctx, RunSpec{Template: tm, Values: mustResolve(t, tm, "3")})
+	require.NoError(t, err)
+	_, err = e.Submit(ctx, RunSpec{Template: tm, Values: mustResolve(t, tm, "4")}) // the archive grows
+	require.NoError(t, err)
+	again, err := e.Submit(ctx, RunSpec{Template: tm, Values: mustResolve(t, tm, "3")})
+	require.NoError(t, err)
+	assert.Equal(t, first.Fingerprint, again.Fingerprint, "the same code and values, though the archive beside it changed")
+
+	require.NoError(t, os.WriteFile(filepath.Join(tm.Dir, "train.py"), []byte("print(2)\n"), 0o644))
+	edited, err := e.Submit(ctx, RunSpec{Template: tm, Values: mustResolve(t, tm, "3")})
+	require.NoError(t, err)
+	assert.NotEqual(t, first.Fingerprint, edited.Fingerprint, "the code itself still counts")
+}

@@ -15,7 +15,7 @@ import (
 type placement struct {
 	held     *shepherd.Running // set while an attempt holds GPUs, CPUs or memory
 	attained time.Duration     // run time of its preempted attempts, which the next resumes
-	resume     bool // the current attempt resumes a preempted one: NIUMA_RESUME is set
+	resume   bool              // the current attempt resumes a preempted one: NIUMA_RESUME is set
 	// reasonSaved is when its wait reason was last written (see
 	// reasonRefresh).
 	reasonSaved time.Time

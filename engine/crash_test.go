@@ -21,6 +21,7 @@ import (
 
 	"niuma/engine/executor"
 	"niuma/engine/executor/local"
+	"niuma/shepherd"
 	"niuma/storage"
 )
 
@@ -332,6 +333,7 @@ func TestCleanStopLogsNoError(t *testing.T) {
 	var logs syncBuffer
 	e := h.engine(func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		o.Host = shepherd.Host{CPUMilli: 8000} // room for the three stages at once, on any machine
 	})
 	stop := h.drive(e)
 	var infos []RunInfo

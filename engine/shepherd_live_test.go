@@ -216,7 +216,7 @@ func TestSpotRunIsPreemptedRecordedAndResumes(t *testing.T) {
 	require.Equal(t, storage.AttemptPreempted, st.History[0].State, "recorded as preempted, not failed: %s", st.History[0].Reason)
 	require.Contains(t, st.History[0].Reason, "preempted for run "+urgent.ID)
 	require.Equal(t, storage.AttemptSucceeded, st.History[1].State)
-	require.Equal(t, 1, st.MaxAttempts, "the template allows no retries: the preemption spent none")
+	require.Equal(t, 2, st.MaxAttempts, "the template allows no retries: the one attempt it allows, and the free one the preemption gave")
 	require.True(t, st.History[1].StartedAt.After(u.Stages[0].StartedAt), "it resumed after the urgent run took its GPU")
 
 	resumed, err := os.ReadFile(filepath.Join(spot.Dir, "train", "resumed"))

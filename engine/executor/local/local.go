@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"niuma/engine/executor"
+	"niuma/engine/executor/logcap"
 )
 
 // shim runs the stage's command as a child and records its exit status in a
@@ -44,6 +45,9 @@ exit "$code"
 type Executor struct {
 	// Shell runs the shim; "/bin/sh" when empty.
 	Shell string
+	// LogCap is how many bytes of each of an attempt's streams its log
+	// keeps (0: logcap.DefaultCap); see logcap.Attach.
+	LogCap int64
 }
 
 // New returns a local executor.
@@ -94,10 +98,15 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	cmd := exec.Command(shell, args...)
 	cmd.Dir = job.RunDir
 	cmd.Env = env
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
+	logs, err := logcap.Attach(cmd, x.LogCap, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	logs.Started()
+	if err != nil {
+		logs.Close()
 		return nil, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
 	st, _ := processStartTime(cmd.Process.Pid)
@@ -107,6 +116,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	}
 	go func() {
 		err := cmd.Wait()
+		logs.Wait(logGrace)
 		h.exit = exitFromWait(cmd.ProcessState, err, exitFile)
 		close(h.done)
 	}()

@@ -120,7 +120,7 @@ while :; do sleep 0.05; done`)
 // command wrote is in the log.
 func TestLogCapDoesNotWaitForWhatTheCommandLeftBehind(t *testing.T) {
 	t.Parallel()
-	job := newJob(t, "sh", "-c", `sleep 60 & echo $! > gc; echo bye`)
+	job := newJob(t, "sh", "-c", `sleep 60 & echo $! > gc.tmp && mv gc.tmp gc; echo bye`)
 	h := start(t, New(), job)
 	gc := readPID(t, filepath.Join(job.RunDir, "gc"))
 	killLater(t, gc, shimPID(h))

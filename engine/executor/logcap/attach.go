@@ -37,11 +37,15 @@ import (
 // restore them after it), and a copy of a pipe's write end would keep the
 // capper from ever seeing the end of the stream.
 //
+// A shim that is a shell script (sh -c SCRIPT NAME ARGS...) is run in a
+// subshell of the wrapper, its arguments the wrapper's, rather than by a
+// second shell: one exec less for every stage.
+//
 // The wrapper then waits for the shim only, in the foreground (see the
 // shim on why), and exits with its status. A process the command left
 // behind may hold the pipes open: the capper then goes on, but the attempt
 // is not held up by it.
-const capScript = `cap=$1 ob=$2 oa=$3 eb=$4 ea=$5 oc=$6 ec=$7 capper=$8; shift 8
+const capScript = `cap=$1 ob=$2 oa=$3 eb=$4 ea=$5 oc=$6 ec=$7 capper=$8 script=$9; shift 9
 capped() {
 	head -c "$cap"
 	n=$(wc -c)
@@ -55,15 +59,18 @@ else
 	(exec <&4 >&6 2>/dev/null 3<&- 4<&- 5>&- 6>&-; capped "$eb" "$ea") &
 fi
 trap : TERM INT HUP
-"$@" 3<&- 4<&- 5>&- 6>&- 7>&-
+if [ -n "$script" ]; then
+	(exec 3<&- 4<&- 5>&- 6>&- 7>&-; eval "$script")
+else
+	(exec 3<&- 4<&- 5>&- 6>&- 7>&-; exec "$@")
+fi
 exit "$?"
 `
 
 // perlCapper copies fds 3 and 4 to 5 and 6 as data comes, keeping the first
 // cap bytes of each; at the cut it writes the cut notice, at the end of a
 // stream that was cut the count of dropped bytes.
-const perlCapper = `use strict;
-my ($cap, @m) = @ARGV;
+const perlCapper = `my ($cap, @m) = @ARGV;
 $SIG{$_} = 'IGNORE' for qw(TERM INT HUP);
 my @s;
 for my $i (0, 1) {
@@ -130,11 +137,15 @@ func Attach(cmd *exec.Cmd, limit int64, stdout, stderr *os.File) (*Capped, error
 	}
 	ob, oa := noticeParts("stdout", limit)
 	eb, ea := noticeParts("stderr", limit)
-	// The shell runs capScript, which runs the original command line
-	// (cmd.Args[0] being its program) as "$@".
-	args := append([]string{cmd.Args[0], "-c", capScript, "niuma-logs", strconv.FormatInt(limit, 10), ob, oa, eb, ea,
-		CutNotice("stdout", limit), CutNotice("stderr", limit), perlCapper, cmd.Path},
-		cmd.Args[1:]...)
+	// The shell runs capScript, which runs the original command line:
+	// a shell script in a subshell, anything else as "$@".
+	args := []string{cmd.Args[0], "-c", capScript, "niuma-logs", strconv.FormatInt(limit, 10), ob, oa, eb, ea,
+		CutNotice("stdout", limit), CutNotice("stderr", limit), perlCapper}
+	if len(cmd.Args) >= 4 && cmd.Args[1] == "-c" {
+		args = append(append(args, cmd.Args[2]), cmd.Args[4:]...)
+	} else {
+		args = append(append(args, "", cmd.Path), cmd.Args[1:]...)
+	}
 	cmd.Args = args
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{outR, errR, stdout, stderr, doneW}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,7 +43,19 @@ func main() {
 	runs := flag.Int("runs", 1, "runs, each in a fresh process; the median is printed")
 	child := flag.Bool("child", false, "run once and print the result as JSON (used by the bench itself)")
 	emit := flag.String("emit", "", "be a workload: keys or garbage")
+	cpuProfile := flag.String("cpuprofile", "", "write the engine's CPU profile of one run to this file (with -child)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/containment:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	switch {
 	case *emit != "":
@@ -57,6 +70,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/containment:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -170,22 +184,37 @@ func once(scenario string, n int) (result, error) {
 		return result{}, fmt.Errorf("the engine did not become ready")
 	}
 
+	// The end of the run is learnt from the engine's events (as the
+	// window does), with a slow poll in case the subscription lags: a
+	// poll of the whole run every few milliseconds would be a load of its
+	// own on the engine.
+	sub := e.Subscribe(1024)
+	defer sub.Close()
 	t0 := time.Now()
 	info, err := e.Submit(ctx, engine.RunSpec{Template: tm})
 	if err != nil {
 		return result{}, err
 	}
-	var r engine.RunInfo
+	poll := time.NewTicker(5 * time.Second)
+	defer poll.Stop()
+wait:
 	for {
-		if r, err = e.Run(ctx, info.ID); err != nil {
-			return result{}, err
+		select {
+		case ev := <-sub.C:
+			if ev.Kind == engine.RunChanged && ev.RunID == info.ID && ev.State.Done() {
+				break wait
+			}
+		case <-poll.C:
+			if r, err := e.Run(ctx, info.ID); err == nil && r.State.Done() {
+				break wait
+			}
 		}
-		if r.State.Done() {
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // a measurement's poll, not a synchronisation
 	}
 	wall := time.Since(t0)
+	r, err := e.Run(ctx, info.ID)
+	if err != nil {
+		return result{}, err
+	}
 	if r.State != engine.Succeeded {
 		return result{}, fmt.Errorf("the run ended %s: %s", r.State, r.Error)
 	}

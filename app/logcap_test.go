@@ -37,3 +37,27 @@ stages:
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "NIUMA_LOG_CAP=")
 }
+
+// A stage with more distinct keys than the limit: the first 10,000 are
+// recorded, and `niuma show` carries the one note that says so.
+func TestKeyLimitIsShown(t *testing.T) {
+	tempHome(t)
+	tmpl := writeTemplate(t, `name: keys
+stages:
+  - name: train
+    command: [sh, -c, 'i=0; l="{\"step\": 1"; while [ $i -lt 10005 ]; do l="$l, \"k$i\": 1"; i=$((i+1)); done; echo "$l}"; echo "{\"step\": 2, \"k0\": 2, \"new\": 1}"']
+`)
+	code, out, errOut := niuma(t, "run", tmpl, "--wait")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	id := runID(t, out)
+	code, out, _ = niuma(t, "show", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "stage train reported more than 10,000 distinct metric keys, the limit per stage: "+
+		"its first 10,000 keys are kept and go on being recorded; 5 more keys in the same line, and every new key after them, are ignored")
+	require.Equal(t, 1, strings.Count(out, "distinct metric keys"), "one note")
+	code, out, _ = niuma(t, "show", id, "--json")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"k9999"`)
+	require.NotContains(t, out, `"k10000"`)
+	require.NotContains(t, out, `"new"`)
+}

@@ -44,6 +44,7 @@ func main() {
 	child := flag.Bool("child", false, "run once and print the result as JSON (used by the bench itself)")
 	emit := flag.String("emit", "", "be a workload: keys or garbage")
 	cpuProfile := flag.String("cpuprofile", "", "write the engine's CPU profile of one run to this file (with -child)")
+	flag.DurationVar(&giveUp, "for", 0, "stop after this long and report the stages done by then (0: wait for the run's end)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -75,6 +76,10 @@ func main() {
 	}
 }
 
+// giveUp ends a run that takes longer (-for): its figures are then the
+// stages that finished by then.
+var giveUp time.Duration
+
 // result is one run's figures.
 type result struct {
 	Stages     int     `json:"stages"`
@@ -93,7 +98,7 @@ func parent(scenario string, n, runs int) error {
 	}
 	var rs []result
 	for i := range runs {
-		out, err := exec.Command(self, "-child", "-scenario", scenario, "-n", strconv.Itoa(n)).Output()
+		out, err := exec.Command(self, "-child", "-scenario", scenario, "-n", strconv.Itoa(n), "-for", giveUp.String()).Output()
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}
@@ -197,6 +202,11 @@ func once(scenario string, n int) (result, error) {
 	}
 	poll := time.NewTicker(5 * time.Second)
 	defer poll.Stop()
+	var deadline <-chan time.Time
+	if giveUp > 0 {
+		deadline = time.After(giveUp)
+	}
+	partial := false
 wait:
 	for {
 		select {
@@ -208,6 +218,9 @@ wait:
 			if r, err := e.Run(ctx, info.ID); err == nil && r.State.Done() {
 				break wait
 			}
+		case <-deadline:
+			partial = true
+			break wait
 		}
 	}
 	wall := time.Since(t0)
@@ -215,14 +228,22 @@ wait:
 	if err != nil {
 		return result{}, err
 	}
-	if r.State != engine.Succeeded {
+	done := 0
+	for _, st := range r.Stages {
+		if st.State == engine.Succeeded {
+			done++
+		}
+	}
+	if partial {
+		_ = e.Cancel(ctx, info.ID)
+	} else if r.State != engine.Succeeded {
 		return result{}, fmt.Errorf("the run ended %s: %s", r.State, r.Error)
 	}
 	pts, err := e.MetricCount(ctx, info.ID)
 	if err != nil {
 		return result{}, err
 	}
-	res := result{Stages: len(r.Stages), WallS: wall.Seconds(), PeakRSSMiB: peakRSS(), Points: pts,
+	res := result{Stages: done, WallS: wall.Seconds(), PeakRSSMiB: peakRSS(), Points: pts,
 		LogMiB: float64(dirBytes(r.Dir)) / (1 << 20), MaxRunning: maxRunning(r.Stages)}
 	if evs, err := db.Events(ctx, info.ID); err == nil {
 		for _, ev := range evs {

@@ -1,11 +1,16 @@
 package docker
 
 import (
+	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"niuma/engine/executor"
 	"niuma/engine/executor/docker/dockertest"
 	"niuma/engine/executor/logcap"
 )
@@ -31,4 +36,37 @@ func TestLogCapOfAContainer(t *testing.T) {
 	errLog, err := os.ReadFile(capped.StderrPath)
 	require.NoError(t, err)
 	require.NotContains(t, string(errLog), "[niuma]", "stderr is under its cap")
+}
+
+// A container adopted after a restart: the bytes its log already holds
+// count against the cap, and the log is cut where the whole stream's
+// first LogCap bytes end.
+func TestLogCapHoldsAcrossARecover(t *testing.T) {
+	f := newFixture(t)
+	hold := func(stage string) executor.Job {
+		return f.job(stage, dockertest.Workload, "hold", "2", RunMount+"/"+stage+"/ready", RunMount+"/"+stage+"/go", "40")
+	}
+	whole := hold("whole")
+	require.NoError(t, os.MkdirAll(whole.StageDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(whole.StageDir, "go"), nil, 0o644))
+	require.True(t, f.run(whole).Success())
+	full, err := os.ReadFile(whole.StdoutPath)
+	require.NoError(t, err)
+
+	const limit = 100
+	f.x.LogCap = limit
+	job := hold("a")
+	h, err := f.x.Start(context.Background(), job)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Count(readFile(job.StdoutPath), "\n") == 2 }, 30*time.Second, 20*time.Millisecond)
+	require.Less(t, len(readFile(job.StdoutPath)), limit, "the first two lines are under the cap")
+	ref := h.Ref()
+	h.(executor.Releaser).Release() // as if this Niuma had died
+	require.NoError(t, os.WriteFile(filepath.Join(job.StageDir, "go"), nil, 0o644))
+
+	h2, err := f.x.Recover(context.Background(), job, ref)
+	require.NoError(t, err)
+	require.True(t, f.wait(h2).Success())
+	require.Equal(t, string(full[:limit])+"\n"+logcap.CutNotice("stdout", limit)+logcap.Notice("stdout", limit, int64(len(full)-limit)),
+		readFile(job.StdoutPath))
 }

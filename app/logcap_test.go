@@ -33,7 +33,7 @@ stages:
 	require.NotContains(t, out, "lost")
 
 	t.Setenv("NIUMA_LOG_CAP", "lots")
-	code, _, errOut = niuma(t, "ls")
+	code, _, errOut = niuma(t, "run", tmpl)
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "NIUMA_LOG_CAP=")
 }

@@ -77,7 +77,14 @@ func open(logOut io.Writer) (*stack, error) {
 		db.Close()
 		return nil, err
 	}
-	execs := []executor.Executor{local.New()}
+	logCap, err := logCapSetting()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	lx := local.New()
+	lx.LogCap = logCap
+	execs := []executor.Executor{lx}
 	// The slurm executor is there wherever Slurm's tools are; its stages
 	// wait, queued, while the controller does not answer.
 	sx, slurmNote := slurmExecutor(home, settings.Slurm)
@@ -91,6 +98,7 @@ func open(logOut io.Writer) (*stack, error) {
 	if api, err := docker.NewMoby(); err == nil {
 		dx = docker.New(api, home)
 		dx.OnPull = pullProgress(logOut)
+		dx.LogCap = logCap
 		if err := containerSettings(dx); err != nil {
 			db.Close()
 			return nil, err

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"niuma/engine/executor"
-	"niuma/engine/template"
 	"niuma/gpumon"
 	"niuma/metrics"
 	"niuma/storage"
@@ -170,20 +169,6 @@ func (e *Engine) collector(ctx context.Context, job executor.Job, elapsed time.D
 			}
 		},
 	}
-}
-
-// metricSources reads a stage's metric sources from its run's template.
-func (e *Engine) metricSources(ctx context.Context, runID, stage string) metrics.Sources {
-	r, err := e.store.GetRun(ctx, runID)
-	if err != nil {
-		return metrics.Sources{}
-	}
-	t, err := template.Parse(r.TemplateSource, []byte(r.TemplateYAML))
-	if err != nil {
-		return metrics.Sources{}
-	}
-	st, _ := t.Stage(stage)
-	return metrics.Sources{Rules: st.Metrics, TensorBoard: st.TensorBoard, CSV: st.CSV}
 }
 
 // settleMetrics drains an ended attempt's sources and waits until their

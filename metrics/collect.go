@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -74,7 +76,11 @@ type Collector struct {
 	// matched nothing ("metrics_unmatched"), a damaged TensorBoard file
 	// ("tensorboard_damaged"). kind is a code, message and fix sentences.
 	OnNote func(kind, message, fix string)
-	Logger *slog.Logger
+	// MaxKeys is the most distinct metric keys the attempt may report
+	// (0: DefaultMaxKeys); points of further keys are dropped, with one
+	// note ("metrics_keys_limit").
+	MaxKeys int
+	Logger  *slog.Logger
 
 	stops   []func()
 	wg      sync.WaitGroup
@@ -121,13 +127,25 @@ func (c *Collector) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The keys the attempt stored already (it is adopted after a restart)
+	// count against its limit; without cursors (points stored before
+	// cursors existed) their steps are skipped too.
+	stored, err := c.Store.MaxSteps(ctx, c.RunID, c.Stage, c.Attempt)
+	if err != nil {
+		return err
+	}
 	var skip map[string]int64
 	if len(cursors) == 0 {
-		// Points stored before cursors existed: skip up to their steps.
-		if skip, err = c.Store.MaxSteps(ctx, c.RunID, c.Stage, c.Attempt); err != nil {
-			return err
-		}
+		skip = stored
 	}
+	storedKeys := make([]string, 0, len(stored))
+	for k := range stored {
+		storedKeys = append(storedKeys, k)
+	}
+	// Sorted, so that an attempt stored over the limit (a lower limit
+	// now) keeps the same keys whatever the map's order.
+	sort.Strings(storedKeys)
+	keys := NewKeyLimit(c.MaxKeys, storedKeys, c.keysExceeded)
 
 	for _, r := range c.Sources.Rules {
 		w := &RuleWatch{Rule: r, Limit: DefaultRuleWatchLines, Unmatched: c.unmatched}
@@ -139,6 +157,7 @@ func (c *Collector) Start(ctx context.Context) error {
 	stream := func(name, path string, withRules bool) {
 		cur := cursors[name]
 		in := NewIngestor(c.Writer, c.RunID, c.Stage, c.Attempt, skip)
+		in.SetKeyLimit(keys)
 		line := int64(0)
 		if withRules && len(rules) > 0 {
 			// Each stream has its own matchers (their state is per stream).
@@ -185,14 +204,14 @@ func (c *Collector) Start(ctx context.Context) error {
 	}
 
 	tb := &TBFollower{Locations: tbLocs, RunDir: c.RunDir, RunID: c.RunID, Stage: c.Stage, Attempt: c.Attempt,
-		Writer: c.Writer, Skip: skip, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints,
+		Writer: c.Writer, Skip: skip, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints, Keys: keys,
 		OnProblem: func(path string, err error) {
 			c.note("tensorboard_damaged",
 				fmt.Sprintf("TensorBoard event file %s is damaged (%v); its readable scalars were kept", filepath.Base(path), err),
 				"nothing to do unless curves are missing: a writer killed mid-record or a disk error leaves such a file")
 		}}
 	csvF := &CSVFollower{Locations: csvLocs, RunDir: c.RunDir, RunID: c.RunID, Stage: c.Stage, Attempt: c.Attempt,
-		Writer: c.Writer, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints}
+		Writer: c.Writer, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints, Keys: keys}
 	c.stops = append(c.stops, tb.Stop, csvF.Stop)
 	c.wg.Add(2)
 	go func() {
@@ -252,6 +271,28 @@ func (c *Collector) note(kind, msg, fix string) {
 	if c.OnNote != nil {
 		c.OnNote(kind, msg, fix)
 	}
+}
+
+// keysExceeded is the one note of an attempt over its limit on keys.
+func (c *Collector) keysExceeded(max, ignored int) {
+	c.note("metrics_keys_limit",
+		fmt.Sprintf("stage %s reported more than %s distinct metric keys, the limit per stage: its first %s keys are kept and go on "+
+			"being recorded; %s more keys in the same line, and every new key after them, are ignored",
+			c.Stage, thousands(int64(max)), thousands(int64(max)), thousands(int64(ignored))),
+		"log fewer distinct keys (aggregate per-class or per-layer values, or write them to a file of the stage's own); "+
+			"keys that carry an id or a counter in their name are the usual cause")
+}
+
+// thousands writes n with comma separators: 10000 → "10,000".
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func (c *Collector) unmatched(r textrule.Rule, lines int64) {

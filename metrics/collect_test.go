@@ -21,6 +21,7 @@ type collectRig struct {
 	runDir, stageDir string
 	stdout, stderr   string
 	sources          Sources
+	maxKeys          int
 
 	mu    sync.Mutex
 	notes []string
@@ -41,7 +42,7 @@ func (r *collectRig) collect() {
 	t := r.t
 	w := NewWriter(r.db, WriterOptions{Logger: quiet})
 	c := &Collector{Store: r.db, Writer: w, RunID: "run1", Stage: "train", Attempt: 1,
-		RunDir: r.runDir, StageDir: r.stageDir, Stdout: r.stdout, Stderr: r.stderr, Sources: r.sources, Logger: quiet,
+		RunDir: r.runDir, StageDir: r.stageDir, Stdout: r.stdout, Stderr: r.stderr, Sources: r.sources, MaxKeys: r.maxKeys, Logger: quiet,
 		OnNote: func(kind, msg, fix string) {
 			r.mu.Lock()
 			r.notes = append(r.notes, kind+": "+msg)

@@ -41,10 +41,12 @@ type CSVFollower struct {
 	Writer       *Writer
 	Cursors      map[string]storage.MetricCursor
 	OnPoints     func(pts []storage.MetricPoint)
+	Keys         *KeyLimit // the stage's limit on distinct keys (nil: none)
 	Logger       *slog.Logger
 
 	files map[string]*csvFile
 	pts   []storage.MetricPoint
+	gate  keyGate
 
 	lifecycle
 }
@@ -255,6 +257,8 @@ func (f *CSVFollower) read(path string, cf *csvFile) error {
 }
 
 func (f *CSVFollower) row(cf *csvFile, line []byte, row int64, wall time.Time) {
+	f.gate.limit = f.Keys
+	defer f.gate.endRecord()
 	cells, err := csv.NewReader(bytes.NewReader(line)).Read()
 	if err != nil && !errors.Is(err, io.EOF) {
 		return
@@ -275,7 +279,7 @@ func (f *CSVFollower) row(cf *csvFile, line []byte, row int64, wall time.Time) {
 			continue
 		}
 		v, ok := textrule.ParseNumber([]byte(c))
-		if !ok {
+		if !ok || !f.gate.admit(cf.cols[i]) {
 			continue
 		}
 		f.pts = append(f.pts, storage.MetricPoint{RunID: f.RunID, Stage: f.Stage, Attempt: f.Attempt,

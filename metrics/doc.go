@@ -25,6 +25,12 @@
 // hparams plugin's session data. CSVFollower reads Lightning's metrics.csv
 // and other CSV logs.
 //
+// A stage attempt may report at most DefaultMaxKeys distinct keys, across
+// all of its sources (KeyLimit): the first keys keep flowing, points of
+// later ones are dropped and the Collector notes it once
+// ("metrics_keys_limit"), so that a workload printing ids as keys cannot
+// grow the engine's memory or the archive without bound.
+//
 // The Writer batches points into storage from one goroutine, each batch
 // with the cursors of the lines it holds, in one transaction; store faults
 // that pass (disk full, I/O error, a lock held elsewhere) are retried while

@@ -37,6 +37,8 @@ type Ingestor struct {
 	watches []*RuleWatch
 	line    int64 // lines seen in the stream so far
 
+	keys keyGate // the stage's limit on distinct keys
+
 	p       Parser
 	scratch []byte
 	pts     []storage.MetricPoint
@@ -81,6 +83,10 @@ func (in *Ingestor) SetRules(rules []*textrule.Matcher, watches []*RuleWatch) {
 	in.rules, in.watches = rules, watches
 }
 
+// SetKeyLimit makes the stream's points count against the stage's limit
+// on distinct keys, shared with its other sources.
+func (in *Ingestor) SetKeyLimit(l *KeyLimit) { in.keys = keyGate{limit: l} }
+
 // Line handles one output line read at wall. isMetric reports whether it
 // gave points or was a metric line. pts are the points added to the
 // writer, for fan-out to live subscribers; the slice is reused by the next
@@ -122,6 +128,7 @@ func (in *Ingestor) LineAt(line []byte, end int64, wall time.Time) (pts []storag
 			}
 		}
 	}
+	in.keys.endRecord()
 	for _, wt := range in.watches {
 		if wt != nil {
 			wt.Line()
@@ -156,9 +163,9 @@ func (in *Ingestor) json(seg []byte) bool {
 }
 
 // add turns one record's values into points. It is the one place where
-// every point read from a stream is born: a limit on what a stage may
-// report (say, on its number of distinct keys) belongs here, and in the
-// TensorBoard and CSV followers' emit, the other two births.
+// every point read from a stream is born (the TensorBoard and CSV
+// followers' emit and row are the other births): the stage's limit on
+// distinct keys is applied here.
 func (in *Ingestor) add(step int64, source string, vals []KV) {
 	// A step above every skip mark cannot be skipped: no map lookups.
 	checkSkip := in.skip != nil && step <= in.maxSkip
@@ -167,6 +174,9 @@ func (in *Ingestor) add(step int64, source string, vals []KV) {
 			if s, ok := in.skip[v.Key]; ok && step <= s {
 				continue
 			}
+		}
+		if !in.keys.admit(v.Key) {
+			continue
 		}
 		in.pts = append(in.pts, storage.MetricPoint{
 			RunID: in.runID, Stage: in.stage, Attempt: in.attempt,

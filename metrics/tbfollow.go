@@ -63,6 +63,8 @@ type TBFollower struct {
 	// OnPoints gets the points of each poll, after Writer; the slice is
 	// reused. It runs on Run's goroutine.
 	OnPoints func(pts []storage.MetricPoint)
+	// Keys is the stage's limit on distinct keys (nil: none).
+	Keys *KeyLimit
 	// OnProblem gets each file's first problem (corrupt or truncated).
 	OnProblem func(path string, err error)
 	Logger    *slog.Logger // default slog.Default()
@@ -71,6 +73,7 @@ type TBFollower struct {
 	scalars []Scalar
 	pts     []storage.MetricPoint
 	buf     []byte
+	gate    keyGate
 
 	lifecycle
 }
@@ -292,12 +295,17 @@ func (f *TBFollower) finish() {
 
 func (f *TBFollower) emit(tf *tbFile, ss []Scalar) {
 	f.pts = f.pts[:0]
+	f.gate.limit = f.Keys
+	defer f.gate.endRecord()
 	for _, s := range ss {
 		key := s.Tag
 		if tf.prefix != "" {
 			key = tf.prefix + s.Tag
 		}
 		if last, ok := f.Skip[key]; ok && s.Step <= last {
+			continue
+		}
+		if !f.gate.admit(key) {
 			continue
 		}
 		f.pts = append(f.pts, storage.MetricPoint{

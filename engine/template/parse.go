@@ -1147,6 +1147,10 @@ func (p *parser) env(st *Stage, f *fieldSet, pre string, refs *refChecker) {
 			p.addf(keyLine, "%senv name %q must be letters, digits and _, not starting with a digit", pre, name)
 		case strings.HasPrefix(name, "NIUMA_") || name == "CUDA_VISIBLE_DEVICES":
 			p.addf(keyLine, "%senv %s is set by Niuma itself; use another name", pre, name)
+		case name == "NVIDIA_VISIBLE_DEVICES":
+			// Under an NVIDIA container runtime it would hand a container
+			// GPUs the shepherd did not give it.
+			p.addf(keyLine, "%senv %s would give a container GPUs the shepherd did not assign; ask for them with gpus: N", pre, name)
 		}
 		v := ef.get(name)
 		switch {

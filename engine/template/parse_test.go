@@ -344,6 +344,8 @@ func TestParseProblems(t *testing.T) {
 		{"env not a mapping", stagesDoc("  - {name: a, command: [x], env: [A=1]}\n"), 3, `stage "a": env must be a mapping`},
 		{"env bad name", stagesDoc("  - name: a\n    command: [x]\n    env:\n      1A: x\n"), 6, `env name "1A" must be letters, digits and _`},
 		{"env reserved name", stagesDoc("  - name: a\n    command: [x]\n    env:\n      NIUMA_SEED: \"1\"\n"), 6, "env NIUMA_SEED is set by Niuma itself"},
+		{"env GPUs past the shepherd", stagesDoc("  - name: a\n    command: [x]\n    env:\n      NVIDIA_VISIBLE_DEVICES: all\n"), 6,
+			"env NVIDIA_VISIBLE_DEVICES would give a container GPUs the shepherd did not assign; ask for them with gpus: N"},
 		{"env without value", stagesDoc("  - name: a\n    command: [x]\n    env:\n      A:\n"), 6, `env A has no value; write A: "" for an empty one`},
 		{"env value refers to unknown variable", stagesDoc("  - name: a\n    command: [x]\n    env:\n      A: ${HOME}\n"), 6, `stage "a": env A refers to unknown variable ${HOME}`},
 

@@ -40,6 +40,8 @@
 // Output is demultiplexed into the same stdout and stderr files the local
 // executor writes, so the engine reads metrics the same way. When Niuma
 // re-attaches to a container it skips the bytes those files already hold.
+// Each file keeps the first LogCap bytes of its stream (package logcap),
+// counting those it already holds.
 //
 // A daemon restart is not the workload's failure: a container that the
 // restart stopped, killed or removed while a handle watched it (the

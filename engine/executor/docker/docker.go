@@ -46,6 +46,9 @@ type Executor struct {
 	// bomb, or a workload that can start no thread) before it is stopped.
 	// Defaults 1s and 10s.
 	PidsPoll, PidsStuck time.Duration
+	// LogCap is how many bytes of each of an attempt's streams its log
+	// keeps (0: logcap.DefaultCap).
+	LogCap int64
 
 	mu     sync.Mutex
 	pulls  map[string]*pull     // the latest pull of each image
@@ -281,7 +284,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	}
 	// Output and wait are both registered before the start, so neither a
 	// first line nor an exit, however fast, is missed.
-	so, se := &skipWriter{w: out}, &skipWriter{w: errf}
+	so, se := &skipWriter{w: x.capLog(out, "stdout", 0)}, &skipWriter{w: x.capLog(errf, "stderr", 0)}
 	copied, err := x.api.Attach(h.ctx, id, so, se)
 	if err != nil {
 		out.Close()
@@ -395,8 +398,9 @@ func (x *Executor) adopt(job executor.Job, id string) (executor.Handle, error) {
 		h.release()
 		return nil, err
 	}
-	so := &skipWriter{w: out, skip: fileSize(job.StdoutPath)}
-	se := &skipWriter{w: errf, skip: fileSize(job.StderrPath)}
+	outSize, errSize := fileSize(job.StdoutPath), fileSize(job.StderrPath)
+	so := &skipWriter{w: x.capLog(out, "stdout", outSize), skip: outSize}
+	se := &skipWriter{w: x.capLog(errf, "stderr", errSize), skip: errSize}
 	go h.follow(out, errf, so, se, nil)
 	go h.monitor(nil)
 	go h.watchPids()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -113,6 +114,7 @@ func (h *handle) follow(out, errf *os.File, so, se *skipWriter, attached func() 
 	defer close(h.logsDone)
 	defer out.Close()
 	defer errf.Close()
+	defer h.endLogs(so, se)
 	if attached != nil {
 		err := attached()
 		if h.ctx.Err() != nil {
@@ -147,7 +149,7 @@ func (h *handle) follow(out, errf *os.File, so, se *skipWriter, attached func() 
 
 // skipWriter drops the first skip bytes written to it.
 type skipWriter struct {
-	w    *os.File
+	w    io.Writer
 	skip int64
 	seen int64
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"niuma/engine/executor"
+	"niuma/engine/executor/logcap"
 )
 
 // shim runs the stage's command as a child and records its exit status in a
@@ -26,7 +27,7 @@ import (
 // Before it runs the command, the shim claims the attempt: it creates the
 // pid file (its pid, the attempt's token and its start time) with O_EXCL
 // (set -C), so that of two shims of one attempt only one ever runs the
-// command, and tells Start on fd 3. A later owner finds the attempt by the
+// command, and tells Start on fd 8 (after logcap's descriptors). A later owner finds the attempt by the
 // pid file, or by the token in the environment of its processes
 // (tokenEnv) while the pid file is not written yet. The exit file is
 // written in place ("1<>": no truncation, no new block), over the blank
@@ -54,8 +55,8 @@ set -C
 printf '%s %s %s\n' "$$" "$token" "$start_time" > "$pid_file" || exit 97
 set +C
 trap '' PIPE
-echo launched >&3 || :
-exec 3>&-
+echo launched >&8 || :
+exec 8>&-
 trap - PIPE
 (exec "$@")
 code=$?
@@ -78,6 +79,9 @@ var exitFileBlank = []byte("                               \n")
 type Executor struct {
 	// Shell runs the shim; "/bin/sh" when empty.
 	Shell string
+	// LogCap is how many bytes of each of an attempt's streams its log
+	// keeps (0: logcap.DefaultCap); see logcap.Attach.
+	LogCap int64
 }
 
 // New returns a local executor.
@@ -144,13 +148,19 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	cmd := exec.Command(shell, args...)
 	cmd.Dir = job.RunDir
 	cmd.Env = env
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	cmd.ExtraFiles = []*os.File{tell} // fd 3
+	logs, err := logcap.Attach(cmd, x.LogCap, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	// After the cappers' descriptors (3 to 7): the shim tells Start on
+	// fd 8 that it has claimed the attempt.
+	cmd.ExtraFiles = append(cmd.ExtraFiles, tell)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
+	logs.Started()
 	tell.Close()
 	if err != nil {
+		logs.Close()
 		return nil, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
 	st, _ := processStartTime(cmd.Process.Pid)
@@ -160,6 +170,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	}
 	go func() {
 		err := cmd.Wait()
+		logs.Wait(logGrace)
 		h.exit = exitFromWait(cmd.ProcessState, err, exitFile)
 		close(h.done)
 	}()

@@ -2,8 +2,10 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,7 +33,13 @@ func TestStartWritesPidFileBeforeItReturns(t *testing.T) {
 	require.Equal(t, shimPID(h), r.PID)
 	require.Equal(t, job.Token, r.Token)
 	require.Equal(t, h.(*handle).ref.StartTime, r.StartTime)
-	require.Len(t, tokenProcesses(job.Token), 2, "the shim and the command carry the token")
+	procs := tokenProcesses(job.Token)
+	pids := map[int]bool{}
+	for _, p := range procs {
+		pids[p.pid] = true
+	}
+	require.True(t, pids[r.PID], "the shim's wrapper carries the token: %v", procs)
+	require.GreaterOrEqual(t, len(procs), 3, "so do the shim, the log capper and the command: %v", procs)
 }
 
 // By token alone (the owner died before it recorded the handle), a live
@@ -100,7 +108,15 @@ func TestShimGoneButCommandAliveIsNotGone(t *testing.T) {
 	mkfifo(t, fifo)
 	h := start(t, New(), job)
 	waitForFile(t, filepath.Join(job.RunDir, "cmd.pid"))
-	require.NoError(t, syscall.Kill(shimPID(h), syscall.SIGKILL)) // the shim only
+	b, err := os.ReadFile(filepath.Join(job.RunDir, "cmd.pid"))
+	require.NoError(t, err)
+	cmdPID, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	for _, p := range tokenProcesses(job.Token) { // the shim and its wrapper, not the command
+		if p.pid != cmdPID && !isCapper(p.pid) {
+			require.NoError(t, syscall.Kill(p.pid, syscall.SIGKILL))
+		}
+	}
 	wait(t, h)
 
 	adopted, err := New().Recover(context.Background(), job, "")
@@ -148,4 +164,11 @@ func TestStaleClaimOfAnotherAttemptIsReplaced(t *testing.T) {
 	require.Equal(t, executor.Exit{Code: 0}, wait(t, h))
 	b, _ := os.ReadFile(filepath.Join(job.RunDir, "runs"))
 	require.Equal(t, "x\n", string(b))
+}
+
+// isCapper reports whether pid is the attempt's log capper (perl), which
+// outlives the shim only as long as the command's output is open.
+func isCapper(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.HasPrefix(string(b), "perl")
 }

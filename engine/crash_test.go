@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -204,7 +205,7 @@ func TestLostAttemptIsNotRetriedWhileItsProcessesLive(t *testing.T) {
 	require.NoError(t, err)
 	var ref struct{ PID int }
 	require.NoError(t, json.Unmarshal([]byte(as[0].Handle), &ref))
-	require.NoError(t, syscall.Kill(ref.PID, syscall.SIGKILL)) // the shim, not its command
+	killShim(t, ref.PID, as[0].Token) // the shim (and its wrapper), not its command
 
 	second := h.engine()
 	h.drive(second)
@@ -475,4 +476,31 @@ func TestStageIsNotStartedWhileTheDatabaseIsLocked(t *testing.T) {
 	require.Equal(t, Succeeded, r.State, r.Error)
 	assert.Equal(t, 1, r.Stages[0].Attempts)
 	assert.Equal(t, "start,end", launches(t, info.Dir))
+}
+
+// killShim kills with SIGKILL the processes of an attempt that record its
+// status: the shim's wrapper (pid) and the shim, a subshell of it, sharing
+// its command line; not the command, nor the log capper.
+func killShim(t *testing.T, pid int, token string) {
+	t.Helper()
+	wrapper, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	require.NoError(t, err)
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	killed := 0
+	for _, ent := range ents {
+		p, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		env, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		cmdline, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if err1 != nil || err2 != nil || !bytes.Contains(env, []byte("NIUMA_ATTEMPT_TOKEN="+token+"\x00")) ||
+			!bytes.Equal(cmdline, wrapper) {
+			continue
+		}
+		require.NoError(t, syscall.Kill(p, syscall.SIGKILL))
+		killed++
+	}
+	require.GreaterOrEqual(t, killed, 1, "the shim of attempt %s", token)
 }

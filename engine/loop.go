@@ -22,6 +22,9 @@ type liveRun struct {
 	tmpl   *template.Template
 	values template.Values
 	stages []*liveStage // in topological order
+	// byName finds a stage by name: a need is looked up at every pass,
+	// and a run may have thousands of stages.
+	byName map[string]*liveStage
 }
 
 // liveStage is the loop's view of one stage.
@@ -46,14 +49,7 @@ type liveStage struct {
 	unresolved bool
 }
 
-func (lr *liveRun) stage(name string) *liveStage {
-	for _, s := range lr.stages {
-		if s.st.Name == name {
-			return s
-		}
-	}
-	return nil
-}
+func (lr *liveRun) stage(name string) *liveStage { return lr.byName[name] }
 
 // result is what an attempt goroutine reports to the loop.
 type result struct {
@@ -249,17 +245,22 @@ func (e *Engine) load(ctx context.Context, r storage.Run) (*liveRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	lr := &liveRun{run: r, tmpl: t, values: values}
+	lr := &liveRun{run: r, tmpl: t, values: values, byName: make(map[string]*liveStage, len(stages))}
 	e.sent.SetObjective(r.ID, t.Objective.Metric, t.Objective.Goal == "max")
+	byStage := map[string][]storage.Attempt{}
+	for _, a := range attempts {
+		byStage[a.Stage] = append(byStage[a.Stage], a)
+	}
 	for _, st := range stages {
 		ls := &liveStage{st: st}
-		for _, a := range attempts {
-			if a.Stage == st.Name && a.Number == st.Attempts {
+		for _, a := range byStage[st.Name] {
+			if a.Number == st.Attempts {
 				ls.attempt = a
 			}
 		}
-		restorePlacement(ls, attempts)
+		restorePlacement(ls, byStage[st.Name])
 		lr.stages = append(lr.stages, ls)
+		lr.byName[st.Name] = ls
 	}
 	for _, ls := range lr.stages {
 		if ls.st.State == storage.StageRunning {

@@ -69,6 +69,16 @@ func TestSentinelRetrySurvivesARestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2 of 2, 1 by the sentinel", r.Stages[0].AttemptsText(), "after a restart")
 	assert.Equal(t, 2, r.Stages[0].MaxAttempts)
+
+	// What it was launched with, and what each attempt ran with, are kept.
+	launched, err := third.LaunchedParams(context.Background(), info.ID)
+	require.NoError(t, err)
+	assert.EqualValues(t, 64, launched["batch"], "launched with the default")
+	per, err := third.AttemptParams(context.Background(), info.ID, "train")
+	require.NoError(t, err)
+	require.Len(t, per, 2)
+	assert.EqualValues(t, 64, per[1]["batch"], "attempt 1 ran with what it was launched with")
+	assert.EqualValues(t, 32, per[2]["batch"], "attempt 2 with the sentinel's half")
 }
 
 // A sentinel retry's counts are the same whether read from the owner that

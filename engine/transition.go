@@ -112,7 +112,7 @@ func (e *Engine) transition(ctx context.Context, lr *liveRun, ls *liveStage, ev 
 			uuids[i] = g.UUID
 		}
 		a = storage.Attempt{RunID: run.ID, Stage: st.Name, Number: st.Attempts, State: storage.AttemptStarting,
-			Executor: run.Executor, GPUs: uuids, StartedAt: now, Token: ev.token}
+			Executor: run.Executor, GPUs: uuids, StartedAt: now, Token: ev.token, Params: run.Params}
 		tr.NewAttempt = &a
 		if run.State == storage.RunQueued {
 			run.State, run.StartedAt = storage.RunRunning, now

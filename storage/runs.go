@@ -391,9 +391,9 @@ func createAttempt(ctx context.Context, x execer, a Attempt) error {
 		return fmt.Errorf("create attempt %d of stage %s of run %s: gpus: %w", a.Number, a.Stage, a.RunID, err)
 	}
 	if _, err := x.ExecContext(ctx, `INSERT INTO attempts (run_id, stage, number, state, executor, handle,
-		gpus, exit_code, reason, started_ns, finished_ns, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		gpus, exit_code, reason, started_ns, finished_ns, token, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.RunID, a.Stage, a.Number, a.State, a.Executor, a.Handle, gpus, intPtrArg(a.ExitCode), a.Reason,
-		timeArg(a.StartedAt), timeArg(a.FinishedAt), a.Token); err != nil {
+		timeArg(a.StartedAt), timeArg(a.FinishedAt), a.Token, a.Params); err != nil {
 		return fmt.Errorf("create attempt %d of stage %s of run %s: %w", a.Number, a.Stage, a.RunID, err)
 	}
 	return nil
@@ -478,7 +478,7 @@ func (db *DB) Apply(ctx context.Context, t Transition) error {
 // attempt number.
 func (db *DB) Attempts(ctx context.Context, runID string) ([]Attempt, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT a.run_id, a.stage, a.number, a.state, a.executor, a.handle,
-		a.gpus, a.exit_code, a.reason, a.started_ns, a.finished_ns, a.token
+		a.gpus, a.exit_code, a.reason, a.started_ns, a.finished_ns, a.token, a.params
 		FROM attempts a JOIN stages s ON s.run_id = a.run_id AND s.name = a.stage
 		WHERE a.run_id = ? ORDER BY s.position, s.name, a.number`, runID)
 	if err != nil {
@@ -494,7 +494,7 @@ func (db *DB) Attempts(ctx context.Context, runID string) ([]Attempt, error) {
 			started, finished sql.NullInt64
 		)
 		if err := rows.Scan(&a.RunID, &a.Stage, &a.Number, &a.State, &a.Executor, &a.Handle, &gpus,
-			&exit, &a.Reason, &started, &finished, &a.Token); err != nil {
+			&exit, &a.Reason, &started, &finished, &a.Token, &a.Params); err != nil {
 			return nil, fmt.Errorf("attempts of run %s: %w", runID, err)
 		}
 		if a.GPUs, err = parseList(gpus); err != nil {

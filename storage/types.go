@@ -158,6 +158,7 @@ type Attempt struct {
 	Executor     string
 	Handle       string   // executor-specific JSON to re-attach after restart
 	Token        string   // the identity it is launched under (see AttemptStarting)
+	Params       string   // the run's parameters (JSON) it started with; "" when not recorded
 	GPUs         []string // GPU UUIDs, stored as JSON; empty reads back as nil
 	ExitCode     *int
 	Reason       string

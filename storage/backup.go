@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // BackupsKept is how many backups a backup directory keeps: making one
@@ -140,23 +138,7 @@ func copyDatabase(ctx context.Context, src *sql.DB, dst string) error {
 	}
 	defer dc.Close()
 	return dc.Raw(func(d any) error {
-		return sc.Raw(func(s any) error {
-			dconn, ok1 := d.(*sqlite3.SQLiteConn)
-			sconn, ok2 := s.(*sqlite3.SQLiteConn)
-			if !ok1 || !ok2 {
-				return errors.New("not go-sqlite3 connections")
-			}
-			bk, err := dconn.Backup("main", sconn, "main")
-			if err != nil {
-				return err
-			}
-			// -1: every page in one step, a consistent snapshot.
-			if _, err := bk.Step(-1); err != nil {
-				_ = bk.Finish()
-				return err
-			}
-			return bk.Finish()
-		})
+		return sc.Raw(func(s any) error { return backupRaw(d, s) })
 	})
 }
 

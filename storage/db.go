@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mattn/go-sqlite3" // also registers the "sqlite3" driver
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
 
 //go:embed migrations/*.sql
@@ -300,12 +300,12 @@ func readOnce(h *sql.DB) error {
 // cannotWriteIndex reports whether err is SQLite failing to create or grow
 // a file beside the database: a full disk, or a folder it may not write.
 func cannotWriteIndex(err error) bool {
-	var se sqlite3.Error
-	if !errors.As(err, &se) {
+	code, sys, ok := sqliteErr(err)
+	if !ok {
 		return false
 	}
-	return se.Code == sqlite3.ErrFull || se.Code == sqlite3.ErrCantOpen || se.Code == sqlite3.ErrReadonly ||
-		errors.Is(se.SystemErrno, syscall.ENOSPC) || errors.Is(se.SystemErrno, syscall.EROFS) || errors.Is(se.SystemErrno, syscall.EACCES)
+	return code == sqliteFull || code == sqliteCantOpen || code == sqliteReadonly ||
+		sys == syscall.ENOSPC || sys == syscall.EROFS || sys == syscall.EACCES
 }
 
 // Close closes the database. Pending writes have been committed by the

@@ -10,8 +10,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Why an archive file is refused. Each is wrapped with the path and what
@@ -105,8 +103,8 @@ func IsDamaged(err error) bool {
 	if errors.Is(err, ErrDamaged) || errors.Is(err, ErrNotArchive) {
 		return true
 	}
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
+	code, _, ok := sqliteErr(err)
+	return ok && (code == sqliteCorrupt || code == sqliteNotADB)
 }
 
 // classify wraps an SQLite error that means a damaged file with
@@ -115,12 +113,11 @@ func classify(path string, err error) error {
 	if err == nil || errors.Is(err, ErrDamaged) || errors.Is(err, ErrNotArchive) {
 		return err
 	}
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrCorrupt:
+	if code, _, ok := sqliteErr(err); ok {
+		switch code {
+		case sqliteCorrupt:
 			return fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
-		case sqlite3.ErrNotADB:
+		case sqliteNotADB:
 			return fmt.Errorf("%w: %s: %v", ErrNotArchive, path, err)
 		}
 	}

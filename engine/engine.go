@@ -264,6 +264,10 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		os.RemoveAll(dir)
 		return RunInfo{}, err
 	}
+	if err := e.checkGPUs(ctx, exName, run, stages); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, err
+	}
 	if err := writeRunRecord(dir, run, stages); err != nil {
 		os.RemoveAll(dir)
 		return RunInfo{}, err

@@ -48,11 +48,13 @@ const maxStageSeries = 256
 const stageBatch = 20000
 
 // WaitCodes are the reasons a stage waits, as niuma_queue_* label them:
-// the engine's before the shepherd's.
+// the engine's before the shepherd's. A preempted stage keeps the engine's
+// code "preempted" until the shepherd's next pass gives its own (cpu,
+// gpu_memory, ...): it is counted as preempted, not as unscheduled.
 var WaitCodes = waitCodes()
 
 func waitCodes() []string {
-	codes := []string{engine.WaitNeeds, engine.WaitBackoff, engine.WaitExecutor, engine.WaitScheduling}
+	codes := []string{engine.WaitNeeds, engine.WaitBackoff, engine.WaitExecutor, engine.WaitScheduling, engine.WaitPreempted}
 	for _, c := range shepherd.ReasonCodes {
 		codes = append(codes, string(c))
 	}

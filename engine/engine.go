@@ -241,6 +241,7 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		TemplateYAML: string(t.YAML), CodeDir: t.Dir, Params: string(params), Seed: seed,
 		Priority: spec.Priority, Executor: exName, State: storage.RunQueued, Dir: dir, CreatedAt: now,
 		Fingerprint: prov.Fingerprint, Sweep: spec.Sweep, Spot: spec.Spot || t.Spot, Share: spec.Share || t.Share,
+		FlagOnly: spec.FlagOnly,
 	}
 	var stages []storage.Stage
 	for i, name := range t.Order() {

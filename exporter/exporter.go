@@ -63,7 +63,7 @@ func waitCodes() []string {
 
 // Actions are what the engine did about anomalies, as
 // niuma_sentinel_actions_total labels them (its events "action_<name>").
-var Actions = []string{"stop", "retry", "notify", "retry_refused"}
+var Actions = []string{"stop", "retry", "notify", "retry_refused", "flag_only"}
 
 var states = []engine.State{engine.Queued, engine.Running, engine.Succeeded, engine.Failed, engine.Cancelled}
 

@@ -123,8 +123,8 @@ stages:
 	// What this machine can never hold is refused, and nothing is stored.
 	before := runDirs(t, home)
 	_, err = rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm}, ui.Resources{GPUs: 3, UseGPUs: true})
-	require.ErrorContains(t, err, "stage train can never start on this machine: it needs 3×10 GiB; this machine can never hold it (2 usable GPU(s), at most 80 GiB each)")
+	require.ErrorContains(t, err, "stage train can never start on this machine: it needs 3 GPUs with 10 GiB each and this machine has 2 usable GPU(s), at most 80 GiB each. Ask for fewer GPUs")
 	_, err = rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm}, ui.Resources{GPUMemMiB: 100 * 1024})
-	require.ErrorContains(t, err, "it needs 1×100 GiB; this machine can never hold it")
+	require.ErrorContains(t, err, "it needs 1 GPU with 100 GiB and this machine has 2 usable GPU(s)")
 	require.Equal(t, before, runDirs(t, home), "nothing stored")
 }

@@ -508,8 +508,8 @@ stages:
 		needs Needs
 		want  string
 	}{
-		{"more GPUs", Needs{GPUs: &three}, "stage train can never start on this machine: it needs 3×40 GiB; this machine can never hold it (2 usable GPU(s), at most 80 GiB each)"},
-		{"more memory per GPU", Needs{GPUMemoryMiB: huge}, "stage train can never start on this machine: it needs 1×100 GiB; this machine can never hold it (2 usable GPU(s), at most 80 GiB each)"},
+		{"more GPUs", Needs{GPUs: &three}, "stage train can never start on this machine: it needs 3 GPUs with 40 GiB each and this machine has 2 usable GPU(s), at most 80 GiB each. "},
+		{"more memory per GPU", Needs{GPUMemoryMiB: huge}, "stage train can never start on this machine: it needs 1 GPU with 100 GiB and this machine has 2 usable GPU(s), at most 80 GiB each. "},
 	} {
 		_, err := e.Submit(context.Background(), RunSpec{Template: tm, Needs: tt.needs})
 		require.ErrorContains(t, err, tt.want, tt.name)

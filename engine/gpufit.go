@@ -51,9 +51,34 @@ func (e *Engine) checkGPUs(ctx context.Context, exName string, r storage.Run, st
 			MemMiB: s.MemMiB, Priority: r.Priority, Spot: r.Spot, Share: r.Share, ReadySince: now, Estimate: s.Estimate})
 		ds := shepherd.Schedule(e.opts.Policy, shepherd.State{Inventory: empty, Queue: []shepherd.Request{req}, Now: now})
 		if len(ds) == 1 && ds[0].Reason.Code == shepherd.WaitNeverFits {
-			return fmt.Errorf("stage %s can never start on this machine: it %s. Ask for fewer GPUs or less memory per GPU (--gpus, --gpu-memory, or gpus: and gpu_memory: in the template)",
-				s.Name, ds[0].Wait)
+			r := ds[0].Reason
+			return fmt.Errorf("stage %s can never start on this machine: it needs %s and this machine has %s. "+
+				"Ask for fewer GPUs or less memory per GPU (--gpus, --gpu-memory, or gpus: and gpu_memory: in the template)",
+				s.Name, gpuNeedWords(r.NeedGPUs, r.NeedMiB), r.Detail)
 		}
 	}
 	return nil
+}
+
+// gpuNeedWords writes a GPU need: "3 GPUs with 40 GiB each", "1 GPU".
+func gpuNeedWords(gpus int, mib int64) string {
+	out := fmt.Sprintf("%d GPUs", gpus)
+	if gpus == 1 {
+		out = "1 GPU"
+	}
+	switch {
+	case mib <= 0:
+		return out
+	case gpus == 1:
+		return out + " with " + mibWords(mib)
+	}
+	return out + " with " + mibWords(mib) + " each"
+}
+
+// mibWords writes MiB as GiB when whole: "40 GiB", "1536 MiB".
+func mibWords(mib int64) string {
+	if mib%1024 == 0 {
+		return fmt.Sprintf("%d GiB", mib/1024)
+	}
+	return fmt.Sprintf("%d MiB", mib)
 }

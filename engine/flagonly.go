@@ -7,8 +7,8 @@ import (
 	"niuma/sentinel"
 )
 
-// decide is the template's answer to an anomaly of a run's stage, for act
-// and actQueued: the sentinel's decision, except that a run launched
+// decide is the template's answer to an anomaly of a run's stage, for act,
+// actQueued and a failed attempt's cuda_oom: the sentinel's decision, except that a run launched
 // flag-only (RunSpec.FlagOnly) is never retried or stopped by it: such an
 // answer is recorded as what it would have done, and the anomaly stays a
 // flag.

@@ -54,3 +54,36 @@ stages:
 		})
 	}
 }
+
+// A flag-only run out of GPU memory is not retried with other parameters:
+// its stage's own retries run it again as it was launched.
+func TestFlagOnlyRunKeepsItsBatchAfterCUDAOOM(t *testing.T) {
+	h := newHarness(t)
+	e := h.engine()
+	h.drive(e)
+	tm := parse(t, `
+name: oom
+params:
+  batch_size: {type: int, default: 64, min: 1, max: 4096}
+sentinel:
+  cuda_oom: {do: retry, set: {batch_size: "/2"}}
+stages:
+  - name: train
+    retries: 1
+    command: [/bin/sh, -c, 'if [ $0 -gt 16 ]; then echo "Traceback (most recent call last):" >&2; echo "$1" >&2; exit 1; fi', "${params.batch_size}", "`+realCUDAOOM+`"]
+`)
+	info, err := e.Submit(t.Context(), RunSpec{Template: tm, FlagOnly: true})
+	require.NoError(t, err)
+	final := waitDone(t, e, info.ID)
+	require.Equal(t, Failed, final.State)
+	require.Equal(t, 64.0, final.Params["batch_size"], "launched with 64, ran with 64")
+	require.Equal(t, 2, final.Stages[0].Attempts, "the stage's own retry, with the same parameters")
+	events, err := h.store.Events(t.Context(), info.ID)
+	require.NoError(t, err)
+	var kinds []string
+	for _, ev := range events {
+		kinds = append(kinds, ev.Kind)
+	}
+	require.NotContains(t, kinds, "action_retry")
+	require.Contains(t, kinds, "action_flag_only")
+}

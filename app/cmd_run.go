@@ -89,7 +89,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return exitError{code: 1, msg: "cannot run on Slurm: " + s.slurmNote}
 	}
 	spec := engine.RunSpec{Template: t, Values: vals, Seed: *seed, Priority: *priority, Executor: *executorName,
-		Needs: asked.Needs, Spot: asked.Spot, Share: asked.Share}
+		Needs: asked.Needs, Spot: asked.Spot, Share: asked.Share, FlagOnly: asked.FlagOnly}
 	if sweep.many() {
 		return c.runMany(ctx, s, spec, runs, *allowDup, *reuse, *wait)
 	}

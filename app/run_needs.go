@@ -15,7 +15,7 @@ import (
 // for, and what the run allows the shepherd.
 type needFlags struct {
 	gpus, gpuMemory, estimate *string
-	spot, share               *bool
+	spot, share, flagOnly     *bool
 }
 
 func addNeedFlags(fs *flag.FlagSet) *needFlags {
@@ -25,6 +25,7 @@ func addNeedFlags(fs *flag.FlagSet) *needFlags {
 		estimate:  fs.String("estimate", "", "how long the GPU stages run, e.g. 2h (overrides the template and the predictor)"),
 		spot:      fs.Bool("spot", false, "the run may be preempted for higher-priority work (SIGTERM, requeued, resumed with NIUMA_RESUME)"),
 		share:     fs.Bool("share", false, "the run may share a GPU with other runs when memory fits"),
+		flagOnly:  fs.Bool("flag-only", false, "the sentinel only flags the run's anomalies, never retries or stops it"),
 	}
 }
 
@@ -55,7 +56,7 @@ func (f *needFlags) apply(spec *engine.RunSpec) error {
 		}
 		spec.Needs.Estimate = d
 	}
-	spec.Spot, spec.Share = *f.spot, *f.share
+	spec.Spot, spec.Share, spec.FlagOnly = *f.spot, *f.share, *f.flagOnly
 	return nil
 }
 
@@ -67,6 +68,9 @@ func runFlags(r engine.RunInfo) string {
 	}
 	if r.Share {
 		out += "   share (may share a GPU)"
+	}
+	if r.FlagOnly {
+		out += "   sentinel only flags (no retry or stop)"
 	}
 	return out
 }

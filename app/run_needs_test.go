@@ -106,3 +106,24 @@ func TestShowGivesTheETAFromEarlierRuns(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^ETA [0-9]+ s, from 3 earlier runs$`, out)
 }
+
+// `niuma run` refuses a GPU need this machine can never hold, saying what
+// it has, and stores nothing; --flag-only is stored and shown.
+func TestRunRefusesWhatTheGPUsNeverHoldAndTakesFlagOnly(t *testing.T) {
+	home := tempHome(t)
+	t.Setenv("NIUMA_SIMULATE_GPUS", "2xA100-80GB")
+	tmpl := writeTemplate(t, "name: big\nstages:\n  - name: train\n    gpus: 1\n    command: [\"true\"]\n")
+	code, _, errOut := niuma(t, "run", tmpl, "--gpus", "3")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "stage train can never start on this machine: it needs 3 GPUs and this machine has 2 usable GPU(s), at most 80 GiB each")
+	code, _, errOut = niuma(t, "run", tmpl, "--gpu-memory", "96GiB")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "it needs 1 GPU with 96 GiB and this machine has 2 usable GPU(s), at most 80 GiB each")
+	require.Equal(t, 0, runDirs(t, home), "nothing stored")
+
+	code, out, errOut := niuma(t, "run", tmpl, "--flag-only")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut = niuma(t, "show", runID(t, out))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "sentinel only flags (no retry or stop)")
+}

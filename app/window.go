@@ -30,10 +30,11 @@ func runWindow(stderr io.Writer) int {
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon()))
 	a.Settings().SetTheme(ui.NewTheme())
 	w := a.NewWindow("Niuma")
-	view := ui.NewMainView(s.engine, w)
+	backend := windowBackend{s.engine}
+	view := ui.NewMainView(backend, w)
 	view.SetReportExporter(s.reportExporter())
 	ctx, stop := context.WithCancel(context.Background())
-	shell := ui.NewShell(s.engine, view, ui.Options{
+	shell := ui.NewShell(backend, view, ui.Options{
 		Templates:            func() ([]ui.TemplateEntry, error) { return templateEntries(s.home), nil },
 		TemplateDir:          userTemplateDir(s.home),
 		DesktopNotifications: sessionBus,

@@ -188,7 +188,9 @@ func TestGPUAnomalyActsOnTheRunsOnThatGPU(t *testing.T) {
 }
 
 // A queue anomaly acts on the waiting run: stop fails it with the reason,
-// notify tells the user and it keeps waiting.
+// notify tells the user and it keeps waiting. The run that never fits was
+// submitted by a process that sees no GPU (a CLI on a machine whose driver
+// it cannot load refuses nothing); the engine that drives it sees the GPU.
 func TestSentinelActsOnAStuckQueue(t *testing.T) {
 	for _, tt := range []struct {
 		action string
@@ -207,7 +209,7 @@ stages:
     gpu_memory: 100GiB
     command: ["true"]
 `)
-			info, err := e.Submit(context.Background(), RunSpec{Template: tm})
+			info, err := h.engine().Submit(context.Background(), RunSpec{Template: tm})
 			require.NoError(t, err)
 			sub := e.Subscribe(1024)
 			defer sub.Close()

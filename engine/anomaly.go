@@ -179,7 +179,7 @@ func (e *Engine) act(ctx context.Context, lr *liveRun, ls *liveStage, a sentinel
 	if ls.st.State != storage.StageRunning || ls.st.Pending.Action != "" {
 		return
 	}
-	d := lr.tmpl.Sentinel.Decide(a, ls.st.Attempts, map[string]any(lr.values))
+	d := e.decide(ctx, lr, ls, a)
 	switch d.Do {
 	case sentinel.Notify:
 		e.notify(ctx, lr, ls, a)
@@ -243,7 +243,7 @@ func (e *Engine) actQueued(ctx context.Context, lr *liveRun, ls *liveStage, a se
 	if ls.st.State != storage.StageQueued {
 		return
 	}
-	switch lr.tmpl.Sentinel.Decide(a, ls.st.Attempts, map[string]any(lr.values)).Do {
+	switch e.decide(ctx, lr, ls, a).Do {
 	case sentinel.Notify:
 		e.notify(ctx, lr, ls, a)
 	case sentinel.Stop:

@@ -244,6 +244,7 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		TemplateYAML: string(t.YAML), CodeDir: t.Dir, Params: string(params), Seed: seed,
 		Priority: spec.Priority, Executor: exName, State: storage.RunQueued, Dir: dir, CreatedAt: now,
 		Fingerprint: prov.Fingerprint, Sweep: spec.Sweep, Spot: spec.Spot || t.Spot, Share: spec.Share || t.Share,
+		FlagOnly: spec.FlagOnly,
 	}
 	var stages []storage.Stage
 	for i, name := range t.Order() {
@@ -264,6 +265,10 @@ func (e *Engine) Submit(ctx context.Context, spec RunSpec) (RunInfo, error) {
 		return RunInfo{}, err
 	}
 	if err := e.checkHost(exName, stages); err != nil {
+		os.RemoveAll(dir)
+		return RunInfo{}, err
+	}
+	if err := e.checkGPUs(ctx, exName, run, stages); err != nil {
 		os.RemoveAll(dir)
 		return RunInfo{}, err
 	}

@@ -125,7 +125,7 @@ func (e *Engine) diagnose(ctx context.Context, lr *liveRun, ls *liveStage, exit 
 	}
 	a := sentinel.Anomaly{Kind: sentinel.CUDAOOM, Severity: sentinel.Critical, Run: lr.run.ID, Stage: ls.st.Name,
 		Attempt: ls.st.Attempts, At: time.Now(), Message: h.Summary, Fix: h.Fix}
-	d := lr.tmpl.Sentinel.Decide(a, ls.st.Attempts, map[string]any(lr.values))
+	d := e.decide(ctx, lr, ls, a)
 	if d.Do != sentinel.Retry {
 		return nil
 	}

@@ -30,6 +30,10 @@ type RunSpec struct {
 	Spot, Share bool
 	// Needs override what the template's stages ask for.
 	Needs Needs
+	// FlagOnly makes the sentinel only flag (and notify) the run's
+	// anomalies, never retry or stop it, whatever the template answers: a
+	// retried point of a sweep would quietly become another point.
+	FlagOnly bool
 }
 
 // NewSweepID returns an id for the runs of one sweep, sorting by time like

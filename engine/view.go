@@ -48,6 +48,9 @@ type RunInfo struct {
 	// share a GPU when memory fits.
 	Spot  bool `json:"spot,omitempty"`
 	Share bool `json:"share,omitempty"`
+	// FlagOnly: the sentinel only flags the run's anomalies, never
+	// retries or stops it.
+	FlagOnly bool `json:"flag_only,omitempty"`
 	// ExecutorNote, set by Submit only, says what the user should know
 	// about where the run goes: that it waits for its image or Docker (and
 	// how to get them), or what a run on the host goes without.
@@ -152,7 +155,7 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 		State: State(r.State), Error: r.Error, CancelRequested: r.CancelRequested,
 		Fingerprint: r.Fingerprint, Dir: r.Dir,
 		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Sweep: r.Sweep,
-		Spot: r.Spot, Share: r.Share,
+		Spot: r.Spot, Share: r.Share, FlagOnly: r.FlagOnly,
 	}
 	for _, s := range stages {
 		si := StageInfo{

@@ -48,11 +48,13 @@ const maxStageSeries = 256
 const stageBatch = 20000
 
 // WaitCodes are the reasons a stage waits, as niuma_queue_* label them:
-// the engine's before the shepherd's.
+// the engine's before the shepherd's. A preempted stage keeps the engine's
+// code "preempted" until the shepherd's next pass gives its own (cpu,
+// gpu_memory, ...): it is counted as preempted, not as unscheduled.
 var WaitCodes = waitCodes()
 
 func waitCodes() []string {
-	codes := []string{engine.WaitNeeds, engine.WaitBackoff, engine.WaitExecutor, engine.WaitScheduling}
+	codes := []string{engine.WaitNeeds, engine.WaitBackoff, engine.WaitExecutor, engine.WaitScheduling, engine.WaitPreempted}
 	for _, c := range shepherd.ReasonCodes {
 		codes = append(codes, string(c))
 	}
@@ -61,7 +63,7 @@ func waitCodes() []string {
 
 // Actions are what the engine did about anomalies, as
 // niuma_sentinel_actions_total labels them (its events "action_<name>").
-var Actions = []string{"stop", "retry", "notify", "retry_refused"}
+var Actions = []string{"stop", "retry", "notify", "retry_refused", "flag_only"}
 
 var states = []engine.State{engine.Queued, engine.Running, engine.Succeeded, engine.Failed, engine.Cancelled}
 

@@ -16,6 +16,7 @@ import (
 	"niuma/engine"
 	"niuma/gpumon"
 	"niuma/metrics"
+	"niuma/shepherd"
 )
 
 // fakeSource is a Source with canned answers; stages and events are kept
@@ -80,6 +81,8 @@ func sampleSource() *fakeSource {
 			{RunID: "r3", Stage: "train", Code: "gpu_memory", Since: time.Now().Add(-30 * time.Second)},
 			{RunID: "r4", Stage: "eval", Code: "needs", Since: time.Now().Add(-10 * time.Second)},
 			{RunID: "r5", Stage: "x", Code: "something new", Since: time.Now()},
+			{RunID: "r6", Stage: "train", Code: engine.WaitPreempted, Since: time.Now().Add(-5 * time.Second)},
+			{RunID: "r7", Stage: "prep", Code: string(shepherd.WaitCPU), Since: time.Now().Add(-5 * time.Second)},
 		},
 		runs:   map[engine.State]int{engine.Running: 1, engine.Queued: 4, engine.Succeeded: 10},
 		stages: []engine.FinishedStage{{Template: "digits-mlp", Stage: "train", State: engine.Succeeded, FinishedAt: t0, Duration: 30 * time.Second}},
@@ -133,6 +136,9 @@ func TestExposition(t *testing.T) {
 		`niuma_queue_stages{reason="needs"} 1`,
 		`niuma_queue_stages{reason="scheduling"} 1`, // an unknown code counts as not yet scheduled
 		`niuma_queue_stages{reason="never_fits"} 0`,
+		`niuma_queue_stages{reason="preempted"} 1`, // the engine's code for a preempted stage, not "scheduling"
+		`niuma_queue_stages{reason="cpu"} 1`,
+		`niuma_queue_stages{reason="host_memory"} 0`,
 		`niuma_runs{state="queued"} 4`,
 		`niuma_runs{state="failed"} 0`,
 		`niuma_metric_points_ingested_total 4096`,

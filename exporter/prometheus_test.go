@@ -51,7 +51,7 @@ func freePort(t *testing.T) int {
 }
 
 // A real Prometheus server scrapes a real engine's exporter (simulated
-// GPUs, one run on a GPU and one that can never fit) and answers PromQL
+// GPUs, one run on a GPU and one waiting for the memory it holds) and answers PromQL
 // about both through its HTTP API.
 func TestARealPrometheusScrapesNiuma(t *testing.T) {
 	bin := prometheusBinary(t)
@@ -80,7 +80,13 @@ func TestARealPrometheusScrapesNiuma(t *testing.T) {
 		return info
 	}
 	holder := submit("name: holder\nstages:\n  - name: train\n    gpus: 1\n    gpu_memory: 20GiB\n    command: [sh, -c, 'echo \"{\\\"step\\\": 1, \\\"loss\\\": 0.5}\"; sleep 60']\n")
-	submit("name: too-big\nstages:\n  - name: train\n    gpus: 1\n    gpu_memory: 200GiB\n    command: [\"true\"]\n")
+	// The waiting run comes once the holder has its GPU, so that it waits
+	// for the memory the holder keeps.
+	require.Eventually(t, func() bool {
+		r, err := eng.Run(context.Background(), holder.ID)
+		return err == nil && r.Stages[0].State == engine.Running
+	}, 30*time.Second, 20*time.Millisecond, "the holder runs")
+	submit("name: waits\nstages:\n  - name: train\n    gpus: 2\n    gpu_memory: 70GiB\n    command: [\"true\"]\n")
 	submit("name: quick\nstages:\n  - name: prep\n    command: [\"true\"]\n") // a finished stage: a duration
 	t.Cleanup(func() { _ = eng.Cancel(context.Background(), holder.ID) })
 
@@ -135,7 +141,8 @@ func TestARealPrometheusScrapesNiuma(t *testing.T) {
 		want func(float64) bool
 	}{
 		{`up{job="niuma"}`, func(v float64) bool { return v == 1 }},
-		{`niuma_queue_stages{reason="never_fits"}`, func(v float64) bool { return v == 1 }},
+		{`niuma_queue_stages{reason="gpu_memory"}`, func(v float64) bool { return v == 1 }},
+		{`niuma_queue_stages{reason="never_fits"}`, func(v float64) bool { return v == 0 }},
 		{`sum(niuma_gpu_run_memory_bytes{simulated="true"})`, func(v float64) bool { return v == 20*1024*1024*1024 }},
 		{`count(niuma_gpu_info{simulated="true",source="simulated"})`, func(v float64) bool { return v == 2 }},
 		{`sum(niuma_runs{state=~"queued|running"})`, func(v float64) bool { return v == 2 }},

@@ -14,7 +14,7 @@ import (
 
 const runColumns = `id, template, template_version, template_source, template_yaml, params,
 	seed, priority, executor, state, error, cancel_requested, fingerprint, dir, code_dir,
-	created_ns, started_ns, finished_ns, sweep, spot, share`
+	created_ns, started_ns, finished_ns, sweep, spot, share, flag_only`
 
 // CreateRun writes a run and all its stages in one transaction: either all
 // of them are stored or none is. A zero CreatedAt is set to now, an empty
@@ -33,11 +33,11 @@ func (db *DB) CreateRun(ctx context.Context, r Run, stages []Stage) error {
 	defer rollback(tx)
 
 	if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Template, r.TemplateVersion, r.TemplateSource, r.TemplateYAML, r.Params,
 		r.Seed, r.Priority, r.Executor, string(r.State), r.Error, boolArg(r.CancelRequested),
 		r.Fingerprint, r.Dir, r.CodeDir, r.CreatedAt.UnixNano(), timeArg(r.StartedAt), timeArg(r.FinishedAt), r.Sweep,
-		boolArg(r.Spot), boolArg(r.Share),
+		boolArg(r.Spot), boolArg(r.Share), boolArg(r.FlagOnly),
 	); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -87,18 +87,18 @@ func scanRun(sc rowScanner) (Run, error) {
 	var (
 		r                          Run
 		state                      string
-		cancel, spot, share        int64
+		cancel, spot, share, flag  int64
 		created, started, finished sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.Template, &r.TemplateVersion, &r.TemplateSource, &r.TemplateYAML, &r.Params,
 		&r.Seed, &r.Priority, &r.Executor, &state, &r.Error, &cancel, &r.Fingerprint, &r.Dir, &r.CodeDir,
-		&created, &started, &finished, &r.Sweep, &spot, &share)
+		&created, &started, &finished, &r.Sweep, &spot, &share, &flag)
 	if err != nil {
 		return Run{}, err
 	}
 	r.State = RunState(state)
 	r.CancelRequested = cancel != 0
-	r.Spot, r.Share = spot != 0, share != 0
+	r.Spot, r.Share, r.FlagOnly = spot != 0, share != 0, flag != 0
 	r.CreatedAt, r.StartedAt, r.FinishedAt = timeOf(created), timeOf(started), timeOf(finished)
 	return r, nil
 }

@@ -110,6 +110,9 @@ type Run struct {
 	// NIUMA_RESUME). Share: it may share a GPU with other runs when
 	// memory fits.
 	Spot, Share bool
+	// FlagOnly: the sentinel only flags (and notifies) its anomalies,
+	// never retries or stops it.
+	FlagOnly bool
 
 	// Zero = NULL in the database. CreateRun fills a zero CreatedAt with
 	// the current time.

@@ -210,7 +210,10 @@ func stageNeed(s engine.RunSpec, st template.Stage, res Resources, id string) (s
 	if err != nil {
 		return shepherd.Need{}, false
 	}
-	gpuStage := gpus > 0 || st.GPUsParam != ""
+	// The run's own GPUs, memory and estimate go where the engine puts
+	// them (engine.Needs): to the stages that use GPUs, to every stage when
+	// none does.
+	gpuStage := gpus > 0 || st.GPUsParam != "" || !usesGPUs(s.Template, values)
 	if res.UseGPUs && gpuStage {
 		gpus = res.GPUs
 	}
@@ -226,6 +229,17 @@ func stageNeed(s engine.RunSpec, st template.Stage, res Resources, id string) (s
 		n.CPUMilli = int64(s.Template.Runtime.CPUs*1000 + 0.5)
 	}
 	return n, true
+}
+
+// usesGPUs reports whether some stage of t asks for a GPU with these
+// values.
+func usesGPUs(t *template.Template, values template.Values) bool {
+	for _, st := range t.Stages {
+		if gpus, _, err := t.NeedsOf(st, values); err == nil && gpus > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // placement is where one run of a launch would go now, in words.

@@ -77,6 +77,20 @@ func TestPreviewPlacementOnTheLiveSnapshot(t *testing.T) {
 	require.Equal(t, "on the CPU (no stage asks for a GPU)", cpu[0].where)
 }
 
+// A template whose stages all run on the CPU gets the run's own GPUs on
+// every stage, as the engine gives them (engine.Needs): the preview and the
+// Review's refusal say what the engine will do.
+func TestRunsOwnGPUsOnACPUTemplateGoToEveryStage(t *testing.T) {
+	snap := simSnapshot(t, "2xA100-80GB")
+	tm, err := template.Parse("t.yaml", []byte("name: c\nruntime: {kind: local}\nstages:\n  - {name: work, command: [/bin/true]}\n"))
+	require.NoError(t, err)
+	specs := []engine.RunSpec{{Template: tm}}
+	p := previewPlacement(snap, specs, Resources{UseGPUs: true, GPUs: 1, GPUMemMiB: 10 * 1024}, time.Now())
+	require.Equal(t, "work → GPU 1 (80 GiB free)", p[0].where)
+	require.ErrorContains(t, neverFits(snap, specs, Resources{UseGPUs: true, GPUs: 3}), "stage work can never start here: it needs 3 GPUs")
+	require.Equal(t, "on the CPU (no stage asks for a GPU)", previewPlacement(snap, specs, Resources{}, time.Now())[0].where)
+}
+
 // The Resources step holds the GPU parameters (not the Parameters step),
 // says where the run would go, and the Review shows it per run.
 func TestWizardResourcesStepShowsPlacement(t *testing.T) {

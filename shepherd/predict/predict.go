@@ -28,6 +28,10 @@ func (e Estimate) String() string {
 	if !e.Known() {
 		return "unknown (no earlier runs)"
 	}
+	if e.N == 0 {
+		// No history: the user's own estimates say it.
+		return Words(e.Median) + ", from the estimates given"
+	}
 	runs := "runs"
 	if e.N == 1 {
 		runs = "run"

@@ -35,6 +35,7 @@ func TestMedianOfFewRuns(t *testing.T) {
 	require.Equal(t, 3, e.N)
 	require.Empty(t, e.Params)
 	require.Equal(t, "3 min, from 3 earlier runs", e.String())
+	require.Equal(t, "2.0 h, from the estimates given", Estimate{Median: 2 * time.Hour}.String(), "no history: the user's estimate")
 }
 
 // TestFitsTheParameterThatDrivesTheWork: training time is 12 s per epoch

@@ -1,0 +1,67 @@
+//go:build !nowindow
+
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"niuma/engine"
+	"niuma/engine/template"
+	"niuma/ui"
+)
+
+// windowBackend is the engine as the window uses it: every engine method,
+// and a submit that takes the Resources step's choices (ui's
+// resourceBackend). The board's ETA is the engine's own RunETA.
+type windowBackend struct{ *engine.Engine }
+
+// SubmitWithResources submits spec with what the Resources step chose on
+// top of its template, as `niuma run` applies --gpus, --gpu-memory,
+// --estimate, --spot and --share: GPUs, GPU memory and the estimate go to
+// the stages that use GPUs (to every stage when none does: the engine's
+// rule, Needs), CPUs to every stage, spot and share to the run. The
+// engine checks every value, and what this machine can hold, before it
+// stores anything.
+func (b windowBackend) SubmitWithResources(ctx context.Context, spec engine.RunSpec, res ui.Resources) (engine.RunInfo, error) {
+	spec, err := withResources(spec, res)
+	if err != nil {
+		return engine.RunInfo{}, err
+	}
+	return b.Submit(ctx, spec)
+}
+
+// withResources is spec with res applied.
+func withResources(spec engine.RunSpec, res ui.Resources) (engine.RunSpec, error) {
+	if spec.Template == nil {
+		return spec, fmt.Errorf("submit: no template")
+	}
+	if res.UseGPUs {
+		n := res.GPUs
+		spec.Needs.GPUs = &n
+	}
+	if res.GPUMemMiB != 0 {
+		spec.Needs.GPUMemoryMiB = res.GPUMemMiB
+	}
+	if res.Estimate != 0 {
+		spec.Needs.Estimate = res.Estimate
+	}
+	switch {
+	case res.CPUMilli < 0:
+		return spec, fmt.Errorf("CPUs %d thousandths: write a number above 0, such as 4 or 2.5", res.CPUMilli)
+	case res.CPUMilli > 0:
+		// A stage's CPUs are its template's cpus: field; the run's own
+		// replace it for this launch, on a copy (the caller's template is
+		// shared by every run of the launch).
+		t := *spec.Template
+		t.Stages = append([]template.Stage(nil), t.Stages...)
+		for i := range t.Stages {
+			t.Stages[i].CPUMilli = res.CPUMilli
+		}
+		spec.Template = &t
+	}
+	spec.Spot = spec.Spot || res.Spot
+	spec.Share = spec.Share || res.Share
+	spec.FlagOnly = spec.FlagOnly || res.FlagOnly
+	return spec, nil
+}

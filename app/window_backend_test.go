@@ -1,0 +1,130 @@
+//go:build !nowindow
+
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"niuma/engine"
+	"niuma/shepherd/predict"
+	"niuma/ui"
+)
+
+// The window's launch path, on the real engine with simulated GPUs: a run
+// submitted through the window's backend with the Resources step's choices
+// is stored with those needs (`niuma show` says so), and the board's ETA
+// comes from the template's earlier runs once there are some.
+func TestWindowBackendSubmitsWithResourcesAndGivesTheETA(t *testing.T) {
+	home := tempHome(t)
+	t.Setenv("NIUMA_SIMULATE_GPUS", "2xA100-80GB")
+	path := writeTemplate(t, `name: res
+params:
+  n: {type: int, default: 1, min: 1, max: 99}
+sentinel:
+  nan: {do: retry, set: {n: "*2"}}
+stages:
+  - name: prep
+    command: [sh, -c, 'sleep 0.2']
+  - name: train
+    needs: [prep]
+    gpus: 1
+    gpu_memory: 10GiB
+    command: [sh, -c, 'sleep 0.2']
+`)
+	s, err := open(io.Discard)
+	require.NoError(t, err)
+	defer s.close()
+	var b ui.Backend = windowBackend{s.engine}
+	rb, ok := b.(interface {
+		SubmitWithResources(context.Context, engine.RunSpec, ui.Resources) (engine.RunInfo, error)
+	})
+	require.True(t, ok, "the window's backend takes a run's own resources")
+	eb, ok := b.(interface {
+		RunETA(context.Context, string) (predict.Estimate, error)
+	})
+	require.True(t, ok, "the window's backend gives the board its ETAs")
+	tm, err := loadTemplate(home, path)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	// Before any run of the template has finished, nothing tells how long
+	// one takes.
+	first, err := rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm}, ui.Resources{Spot: true})
+	require.NoError(t, err)
+	est, err := eb.RunETA(ctx, first.ID)
+	require.NoError(t, err)
+	require.False(t, est.Known(), "no history: no ETA (%v)", est)
+	require.NoError(t, s.engine.Cancel(ctx, first.ID))
+
+	for _, n := range []string{"2", "3", "4"} {
+		code, _, errOut := niuma(t, "run", path, "--set", "n="+n, "--wait")
+		require.Equal(t, 0, code, errOut)
+	}
+
+	res := ui.Resources{GPUs: 2, UseGPUs: true, GPUMemMiB: 20 * 1024, CPUMilli: 1500, Spot: true, Share: true, FlagOnly: true}
+	info, err := rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm, Values: map[string]any{"n": int64(9)}}, res)
+	require.NoError(t, err)
+	require.Zero(t, tm.Stages[0].CPUMilli, "the template the window holds is not changed")
+
+	code, out, errOut := niuma(t, "show", info.ID, "--json")
+	require.Equal(t, 0, code, errOut)
+	var got struct {
+		Spot, Share bool
+		FlagOnly    bool `json:"flag_only"`
+		ETA         string
+		Stages      []struct {
+			Name         string
+			GPUs         int
+			GPUMemoryMiB int64 `json:"gpu_memory_mib"`
+			CPUMilli     int64 `json:"cpu_milli"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.True(t, got.Spot)
+	require.True(t, got.Share)
+	require.True(t, got.FlagOnly)
+	require.Len(t, got.Stages, 2)
+	require.Equal(t, "prep", got.Stages[0].Name)
+	require.Equal(t, 0, got.Stages[0].GPUs, "GPUs go to the stage that uses them")
+	require.Equal(t, int64(1500), got.Stages[0].CPUMilli, "CPUs to every stage")
+	require.Equal(t, "train", got.Stages[1].Name)
+	require.Equal(t, 2, got.Stages[1].GPUs)
+	require.Equal(t, int64(20*1024), got.Stages[1].GPUMemoryMiB)
+	require.Equal(t, int64(1500), got.Stages[1].CPUMilli)
+	require.Regexp(t, `^ETA [0-9]+ s, from 3 earlier runs$`, got.ETA)
+
+	code, out, errOut = niuma(t, "show", info.ID)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "spot (may be preempted)   share (may share a GPU)   sentinel only flags (no retry or stop)")
+
+	est, err = eb.RunETA(ctx, info.ID)
+	require.NoError(t, err)
+	require.True(t, est.Known())
+	require.Equal(t, 3, est.N, "learnt from the three earlier runs")
+	require.Greater(t, est.Median, 200*time.Millisecond, "two stages of about 0.2 s each still to run")
+	require.Less(t, est.Median, 5*time.Second)
+	require.LessOrEqual(t, est.Low, est.Median)
+	require.GreaterOrEqual(t, est.High, est.Median)
+	require.Regexp(t, `^[0-9]+ s, from 3 earlier runs$`, est.String(), "as the board writes it after \"ETA \"")
+
+	// The user's estimate says it for the stage it is given to.
+	withEst, err := rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm, Values: map[string]any{"n": int64(8)}}, ui.Resources{Estimate: 2 * time.Hour})
+	require.NoError(t, err)
+	est, err = eb.RunETA(ctx, withEst.ID)
+	require.NoError(t, err)
+	require.Greater(t, est.Median, 2*time.Hour)
+
+	// What this machine can never hold is refused, and nothing is stored.
+	before := runDirs(t, home)
+	_, err = rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm}, ui.Resources{GPUs: 3, UseGPUs: true})
+	require.ErrorContains(t, err, "stage train can never start on this machine: it needs 3 GPUs with 10 GiB each and this machine has 2 usable GPU(s), at most 80 GiB each. Ask for fewer GPUs")
+	_, err = rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm}, ui.Resources{GPUMemMiB: 100 * 1024})
+	require.ErrorContains(t, err, "it needs 1 GPU with 100 GiB and this machine has 2 usable GPU(s)")
+	require.Equal(t, before, runDirs(t, home), "nothing stored")
+}

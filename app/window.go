@@ -30,7 +30,7 @@ func runWindow(stderr io.Writer) int {
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon()))
 	a.Settings().SetTheme(ui.NewTheme())
 	w := a.NewWindow("Niuma")
-	backend := windowBackend{s.engine}
+	backend := windowBackend{Engine: s.engine, store: s.store, home: s.home}
 	view := ui.NewMainView(backend, w)
 	view.SetReportExporter(s.reportExporter())
 	ctx, stop := context.WithCancel(context.Background())

@@ -8,13 +8,34 @@ import (
 
 	"niuma/engine"
 	"niuma/engine/template"
+	"niuma/storage"
 	"niuma/ui"
 )
 
 // windowBackend is the engine as the window uses it: every engine method,
 // and a submit that takes the Resources step's choices (ui's
-// resourceBackend). The board's ETA is the engine's own RunETA.
-type windowBackend struct{ *engine.Engine }
+// resourceBackend), and the archive's studies (ui's studyBackend). The
+// board's ETA is the engine's own RunETA; what a run was launched with is
+// the engine's LaunchedParams and AttemptParams.
+type windowBackend struct {
+	*engine.Engine
+	store *storage.DB // the studies' tables
+	home  string
+}
+
+// Studies is every study, newest first, as `niuma tune --status` reads
+// them: progress, best trial, next suggestion.
+func (b windowBackend) Studies(ctx context.Context) ([]ui.StudyInfo, error) {
+	all, err := studySummaries(ctx, b.store, b.home)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.StudyInfo, len(all))
+	for i, s := range all {
+		out[i] = ui.StudyInfo(s)
+	}
+	return out, nil
+}
 
 // SubmitWithResources submits spec with what the Resources step chose on
 // top of its template, as `niuma run` applies --gpus, --gpu-memory,

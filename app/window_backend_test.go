@@ -40,7 +40,7 @@ stages:
 	s, err := open(io.Discard)
 	require.NoError(t, err)
 	defer s.close()
-	var b ui.Backend = windowBackend{s.engine}
+	var b ui.Backend = windowBackend{Engine: s.engine, store: s.store, home: s.home}
 	rb, ok := b.(interface {
 		SubmitWithResources(context.Context, engine.RunSpec, ui.Resources) (engine.RunInfo, error)
 	})
@@ -127,4 +127,46 @@ stages:
 	_, err = rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm}, ui.Resources{GPUMemMiB: 100 * 1024})
 	require.ErrorContains(t, err, "it needs 1 GPU with 100 GiB and this machine has 2 usable GPU(s)")
 	require.Equal(t, before, runDirs(t, home), "nothing stored")
+
+	// The archive's study view and the launched-vs-ran values reach the
+	// window through the same backend.
+	_, ok = b.(interface {
+		Studies(context.Context) ([]ui.StudyInfo, error)
+	})
+	require.True(t, ok, "the window's backend lists the studies")
+	_, ok = b.(interface {
+		LaunchedParams(context.Context, string) (map[string]any, error)
+		AttemptParams(context.Context, string, string) (map[int]map[string]any, error)
+	})
+	require.True(t, ok, "the window's backend says what a run was launched with")
+}
+
+// The archive's study view lists a study `niuma tune` ran, with its
+// progress, from the window's backend.
+func TestWindowBackendListsStudies(t *testing.T) {
+	tempHome(t)
+	path := writeTemplate(t, `name: quick
+objective: {metric: loss, goal: min}
+params:
+  x: {type: float, default: 0.5, min: 0, max: 1}
+tune:
+  search: [x]
+stages:
+  - name: train
+    command: [sh, -c, 'echo "{\"step\": 1, \"loss\": ${params.x}}"']
+`)
+	code, out, errOut := niuma(t, "tune", path, "--budget", "3", "--parallel", "1", "--wait")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	s, err := open(io.Discard)
+	require.NoError(t, err)
+	defer s.close()
+	studies, err := windowBackend{Engine: s.engine, store: s.store, home: s.home}.Studies(context.Background())
+	require.NoError(t, err)
+	require.Len(t, studies, 1)
+	st := studies[0]
+	require.Equal(t, "quick", st.Template)
+	require.Equal(t, 3, st.Budget)
+	require.Equal(t, 3, st.Done+st.Pruned, "every trial ended: %+v", st)
+	require.True(t, st.HasBest)
+	require.LessOrEqual(t, st.Best, 0.5, "at least as good as the default")
 }

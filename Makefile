@@ -13,7 +13,7 @@ SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # enables a system service on :9090, which `systemctl disable --now
 # prometheus` turns off), and sqlite3, with which the soak checks the archive.
 APT_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
-	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn poppler-utils prometheus sqlite3
+	libxinerama-dev libxi-dev libxxf86vm-dev python3-torch python3-sklearn poppler-utils prometheus sqlite3 busybox-static
 
 # go-nvml's cgo declares every NVML function, deprecated ones too: without
 # this, the first build prints a screenful of -Wdeprecated-declarations
@@ -54,14 +54,17 @@ test: deps lint
 	CGO_ENABLED=0 $(GO) test ./ui/...
 	@echo "make test: all packages"
 	$(GO) test -count=1 ./...
-	@echo "make test: the short soak (the owner killed 30 times while runs go on)"
+	@echo "make test: the short soak (the owner killed 30 times while runs go on), local stages"
 	scripts/soak.sh $(SOAK_SHORT)
+	@echo "make test: the short soak again, stages in Docker containers"
+	scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER)
 
 # The soak: `niuma engine` killed with SIGKILL at random moments while runs
 # go on, restarted each time; then SQL checks that nothing was lost and
 # nothing ran twice (see scripts/soak.sh and docs/RELIABILITY.md).
 # SOAK=... changes the long run's arguments, e.g. SOAK="--executor docker".
 SOAK_SHORT ?= --runs 24 --kills 30 --min-steps 200 --max-steps 600
+SOAK_SHORT_DOCKER ?= --runs 16 --kills 30 --min-steps 200 --max-steps 600
 SOAK       ?= --runs 320 --kills 300 --min-steps 200 --max-steps 2000
 soak:
 	scripts/soak.sh $(SOAK)

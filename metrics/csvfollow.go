@@ -73,34 +73,7 @@ func (f *CSVFollower) Run(ctx context.Context) error {
 	if !f.begin() {
 		return errors.New("follow CSV logs: already running")
 	}
-	defer close(f.done)
-	poll := f.Poll
-	if poll <= 0 {
-		poll = DefaultTBPoll
-	}
-	timer := time.NewTimer(poll)
-	defer timer.Stop()
-	for {
-		stopping := false
-		select {
-		case <-f.stop:
-			stopping = true
-		default:
-		}
-		if err := f.scan(); err != nil {
-			return err
-		}
-		if stopping {
-			return nil
-		}
-		timer.Reset(poll)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-f.stop:
-		case <-timer.C:
-		}
-	}
+	return f.follow(ctx, f.Poll, f.scan, nil)
 }
 
 func (f *CSVFollower) sourceOf(path string) string {

@@ -1,6 +1,10 @@
 package metrics
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // lifecycle is the Run/Stop handshake both followers share: Run may be
 // called once; Stop asks it to drain what is there and waits until it has
@@ -44,4 +48,41 @@ func (l *lifecycle) begin() bool {
 	}
 	l.running = true
 	return true
+}
+
+// follow is both followers' Run loop: scan every poll (DefaultTBPoll when
+// <= 0) until ctx ends, or until Stop, after which it scans once more, to
+// drain what is there, then calls drained (if not nil) and returns. It
+// closes done when it returns.
+func (l *lifecycle) follow(ctx context.Context, poll time.Duration, scan func() error, drained func()) error {
+	defer close(l.done)
+	if poll <= 0 {
+		poll = DefaultTBPoll
+	}
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	for {
+		stopping := false
+		select {
+		case <-l.stop:
+			stopping = true
+		default:
+		}
+		if err := scan(); err != nil {
+			return err
+		}
+		if stopping {
+			if drained != nil {
+				drained()
+			}
+			return nil
+		}
+		timer.Reset(poll)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.stop:
+		case <-timer.C:
+		}
+	}
 }

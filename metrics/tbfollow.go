@@ -102,35 +102,7 @@ func (f *TBFollower) Run(ctx context.Context) error {
 	if !f.begin() {
 		return fmt.Errorf("follow %s: already running", f.Dir)
 	}
-	defer close(f.done)
-	poll := f.Poll
-	if poll <= 0 {
-		poll = DefaultTBPoll
-	}
-	timer := time.NewTimer(poll)
-	defer timer.Stop()
-	for {
-		stopping := false
-		select {
-		case <-f.stop:
-			stopping = true
-		default:
-		}
-		if err := f.scan(); err != nil {
-			return err
-		}
-		if stopping {
-			f.finish()
-			return nil
-		}
-		timer.Reset(poll)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-f.stop:
-		case <-timer.C:
-		}
-	}
+	return f.follow(ctx, f.Poll, f.scan, f.finish)
 }
 
 func (f *TBFollower) logger() *slog.Logger {

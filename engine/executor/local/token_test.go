@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -93,6 +94,11 @@ func TestRecoverByTokenGone(t *testing.T) {
 	h := start(t, New(), job)
 	require.NoError(t, syscall.Kill(-shimPID(h), syscall.SIGKILL))
 	wait(t, h)
+	// The shim's end is seen before its command's: the kill reaches the
+	// group at once, but the command may still be exiting. Until it has,
+	// a process carries the token and Recover rightly adopts it.
+	require.Eventually(t, func() bool { return len(tokenProcesses(job.Token)) == 0 },
+		10*time.Second, 5*time.Millisecond, "the killed command kept its token")
 	_, err := New().Recover(context.Background(), job, "")
 	require.ErrorIs(t, err, executor.ErrGone)
 	_, err = New().Recover(context.Background(), job, h.Ref())

@@ -126,6 +126,8 @@ func chip(s engine.State) string {
 		return "✗"
 	case engine.Cancelled:
 		return "⊘"
+	case engine.Pruned:
+		return "✂"
 	default:
 		return "·"
 	}

@@ -99,8 +99,8 @@ func TestTuneStudyRunsPrunesAndReports(t *testing.T) {
 			require.NotNil(t, tr.Pruned, "trial %d: pruned without evidence", tr.Number)
 			require.Equal(t, "below_median", tr.Pruned.Reason)
 			require.NotEmpty(t, tr.Pruned.Compared)
-			// The run itself was stopped through the engine, and says why.
-			assert.Equal(t, "cancelled", showJSONOf(t, tr.Run).State)
+			// The run itself was stopped through the engine, ends pruned, and says why.
+			assert.Equal(t, "pruned", showJSONOf(t, tr.Run).State)
 			code, shownOut, _ := niuma(t, "show", tr.Run)
 			require.Equal(t, 0, code)
 			assert.Contains(t, shownOut, "pruned    by study "+id+" (trial ")

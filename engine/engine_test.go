@@ -424,19 +424,23 @@ func TestOutcome(t *testing.T) {
 		name      string
 		stages    []storage.Stage
 		cancelled bool
+		prune     *storage.Prune
 		want      storage.RunState
 		wantWhy   string
 	}{
-		{"not done while one is queued", []storage.Stage{st("a", storage.StageSucceeded, ""), st("b", storage.StageQueued, "")}, false, "", ""},
-		{"not done while one runs", []storage.Stage{st("a", storage.StageRunning, "")}, true, "", ""},
-		{"all succeeded", []storage.Stage{st("a", storage.StageSucceeded, ""), st("b", storage.StageSucceeded, "")}, false, storage.RunSucceeded, ""},
-		{"a failure names the stage", []storage.Stage{st("a", storage.StageFailed, "exited with code 3"), st("b", storage.StageCancelled, "skipped")}, false, storage.RunFailed, "stage a failed: exited with code 3"},
-		{"cancelled on request", []storage.Stage{st("a", storage.StageSucceeded, ""), st("b", storage.StageCancelled, "")}, true, storage.RunCancelled, "cancelled by request"},
-		{"cancel after everything succeeded", []storage.Stage{st("a", storage.StageSucceeded, "")}, true, storage.RunSucceeded, ""},
+		{"not done while one is queued", []storage.Stage{st("a", storage.StageSucceeded, ""), st("b", storage.StageQueued, "")}, false, nil, "", ""},
+		{"not done while one runs", []storage.Stage{st("a", storage.StageRunning, "")}, true, nil, "", ""},
+		{"all succeeded", []storage.Stage{st("a", storage.StageSucceeded, ""), st("b", storage.StageSucceeded, "")}, false, nil, storage.RunSucceeded, ""},
+		{"a failure names the stage", []storage.Stage{st("a", storage.StageFailed, "exited with code 3"), st("b", storage.StageCancelled, "skipped")}, false, nil, storage.RunFailed, "stage a failed: exited with code 3"},
+		{"cancelled on request", []storage.Stage{st("a", storage.StageSucceeded, ""), st("b", storage.StageCancelled, "")}, true, nil, storage.RunCancelled, "cancelled by request"},
+		{"cancel after everything succeeded", []storage.Stage{st("a", storage.StageSucceeded, "")}, true, nil, storage.RunSucceeded, ""},
+		{"pruned by a study", []storage.Stage{st("a", storage.StageCancelled, "")}, true, &storage.Prune{Evidence: "val_acc 0.8 at step 3, median 0.9"}, storage.RunPruned, "stopped early by its study's pruner: val_acc 0.8 at step 3, median 0.9"},
+		{"pruned too late: it had succeeded", []storage.Stage{st("a", storage.StageSucceeded, "")}, true, &storage.Prune{Evidence: "x"}, storage.RunSucceeded, ""},
+		{"a failure is a failure even when pruned", []storage.Stage{st("a", storage.StageFailed, "exited with code 1")}, true, &storage.Prune{Evidence: "x"}, storage.RunFailed, "stage a failed: exited with code 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, why := outcome(tt.stages, tt.cancelled)
+			got, why := outcome(tt.stages, tt.cancelled, tt.prune)
 			require.Equal(t, tt.want, got)
 			require.Equal(t, tt.wantWhy, why)
 		})

@@ -653,7 +653,18 @@ func (e *Engine) complete(ctx context.Context, lr *liveRun) {
 	for i, ls := range lr.stages {
 		stages[i] = ls.st
 	}
-	state, why := outcome(stages, lr.run.CancelRequested)
+	var prune *storage.Prune
+	if lr.run.CancelRequested {
+		p, err := e.store.RunPrune(ctx, lr.run.ID)
+		switch {
+		case err == nil:
+			prune = &p
+		case !errors.Is(err, storage.ErrNotFound):
+			e.log.Warn("read prune decision", "run", lr.run.ID, "err", err)
+			return // closed on a later pass, once it can be told
+		}
+	}
+	state, why := outcome(stages, lr.run.CancelRequested, prune)
 	if state == "" {
 		return
 	}
@@ -678,7 +689,9 @@ func (e *Engine) complete(ctx context.Context, lr *liveRun) {
 }
 
 // outcome is a run's final state once all its stages are done ("" before).
-func outcome(stages []storage.Stage, cancelRequested bool) (storage.RunState, string) {
+// A run stopped by a study's pruner (prune, its stored decision) ends as
+// pruned unless every stage got to succeed first.
+func outcome(stages []storage.Stage, cancelRequested bool, prune *storage.Prune) (storage.RunState, string) {
 	var failed []string
 	for _, s := range stages {
 		if !s.State.Done() {
@@ -693,6 +706,9 @@ func outcome(stages []storage.Stage, cancelRequested bool) (storage.RunState, st
 		return storage.RunFailed, strings.Join(failed, "; ")
 	case cancelRequested:
 		for _, s := range stages {
+			if s.State != storage.StageSucceeded && prune != nil {
+				return storage.RunPruned, "stopped early by its study's pruner: " + prune.Evidence
+			}
 			if s.State != storage.StageSucceeded {
 				return storage.RunCancelled, "cancelled by request"
 			}

@@ -12,8 +12,9 @@ import (
 )
 
 // A pruned run stops like a cancelled one (its running stage gets
-// SIGTERM, the queued ones never start) and keeps the decision's
-// evidence, which is what tells it from a run a user cancelled.
+// SIGTERM, the queued ones never start) but ends in a state of its own,
+// pruned, with the decision's evidence as its reason: it neither failed
+// nor was cancelled by anyone.
 func TestPruneStopsTheRunAndKeepsTheEvidence(t *testing.T) {
 	h := newHarness(t)
 	e := h.engine()
@@ -41,7 +42,9 @@ stages:
 		Compared: []storage.Compared{{RunID: "x", Value: 0.5}}, Evidence: "val_acc 0.1 at step 1, median of 4 trials 0.5"}
 	require.NoError(t, e.Prune(ctx, p))
 	done := waitDone(t, e, info.ID)
-	require.Equal(t, Cancelled, done.State)
+	require.Equal(t, Pruned, done.State)
+	require.True(t, done.State.Done())
+	require.Equal(t, "stopped early by its study's pruner: val_acc 0.1 at step 1, median of 4 trials 0.5", done.Error)
 	got, err := os.ReadFile(filepath.Join(info.Dir, "train", "got"))
 	require.NoError(t, err, "the stage was given SIGTERM")
 	require.Equal(t, "term\n", string(got))
@@ -52,6 +55,6 @@ stages:
 	require.Equal(t, p.Evidence, stored.Evidence)
 	require.Equal(t, "below_median", stored.Reason)
 
-	require.ErrorContains(t, e.Prune(ctx, storage.Prune{RunID: info.ID, Evidence: "again"}), "has already cancelled")
+	require.ErrorContains(t, e.Prune(ctx, storage.Prune{RunID: info.ID, Evidence: "again"}), "has already pruned")
 	require.ErrorContains(t, e.Prune(ctx, storage.Prune{RunID: "nope", Evidence: "x"}), "no run")
 }

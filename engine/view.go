@@ -11,17 +11,24 @@ import (
 type State string
 
 // The states of runs and stages. A stage moves queued → running →
-// succeeded / failed / cancelled, and back to queued between retries.
+// succeeded / failed / cancelled, and back to queued between retries. A
+// run ends as one of those or, when a study's pruner stopped it, pruned.
 const (
 	Queued    State = "queued"
 	Running   State = "running"
 	Succeeded State = "succeeded"
 	Failed    State = "failed"
 	Cancelled State = "cancelled"
+	// Pruned is a run's only: a study's pruner stopped it early.
+	Pruned State = "pruned"
 )
 
+// States are every state a run can be in, in the order the window and
+// the metrics list them.
+var States = []State{Running, Queued, Succeeded, Failed, Cancelled, Pruned}
+
 // Done reports whether the state is final.
-func (s State) Done() bool { return s == Succeeded || s == Failed || s == Cancelled }
+func (s State) Done() bool { return s == Succeeded || s == Failed || s == Cancelled || s == Pruned }
 
 // RunInfo is the read model of one run, for the window and the CLI.
 type RunInfo struct {

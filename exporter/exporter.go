@@ -65,7 +65,7 @@ func waitCodes() []string {
 // niuma_sentinel_actions_total labels them (its events "action_<name>").
 var Actions = []string{"stop", "retry", "notify", "retry_refused", "flag_only"}
 
-var states = []engine.State{engine.Queued, engine.Running, engine.Succeeded, engine.Failed, engine.Cancelled}
+var states = engine.States
 
 // Exporter is a Prometheus collector over a Source.
 type Exporter struct {

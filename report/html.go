@@ -68,7 +68,7 @@ func (b htmlBlock) Lines() string    { return strings.Join(b.lines, "\n") }
 func (b htmlBlock) Num(i int) bool   { return i < len(b.num) && b.num[i] }
 func (b htmlBlock) State(s string) string {
 	switch s {
-	case "succeeded", "failed", "cancelled", "running", "queued":
+	case "succeeded", "failed", "cancelled", "pruned", "running", "queued":
 		return s
 	}
 	return ""
@@ -101,7 +101,7 @@ th { font-weight: 600; border-bottom: 2px solid var(--line); white-space: nowrap
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tbody tr:nth-child(even) { background: var(--soft); }
 .st-succeeded { color: #1a7f37; } .st-failed { color: #cf222e; font-weight: 600; }
-.st-cancelled { color: #9a6700; } .st-running { color: var(--accent); }
+.st-cancelled, .st-pruned { color: #9a6700; } .st-running { color: var(--accent); }
 figure { margin: 1rem 0; break-inside: avoid; page-break-inside: avoid; }
 figure svg { width: 100%; height: auto; display: block; }
 figcaption { color: var(--muted); font-size: .85rem; }

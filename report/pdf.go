@@ -315,7 +315,7 @@ func (w *pdfWriter) stateColor(cell string) {
 		w.pdf.SetTextColor(0x1a, 0x7f, 0x37)
 	case "failed":
 		w.pdf.SetTextColor(0xcf, 0x22, 0x2e)
-	case "cancelled":
+	case "cancelled", "pruned":
 		w.pdf.SetTextColor(0x9a, 0x67, 0x00)
 	default:
 		w.ink()

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,4 +98,36 @@ func TestPruneRunStoresEvidenceAndCancels(t *testing.T) {
 	require.ErrorIs(t, db.PruneRun(ctx, Prune{RunID: "nope", Evidence: "x"}), ErrNotFound)
 	_, err = db.RunPrune(ctx, "nope")
 	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// An archive from before runs could end as pruned has its pruned runs as
+// cancelled; opening it turns exactly those into pruned, with the
+// evidence as the reason, and leaves a run a user cancelled as it was.
+func TestOlderArchivesPrunedRunsBecomePruned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "niuma.db")
+	db, err := Open(path)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, id := range []string{"pruned", "cancelled"} {
+		require.NoError(t, db.CreateRun(ctx, testRun(id, ts(2)), nil))
+	}
+	require.NoError(t, db.PruneRun(ctx, Prune{RunID: "pruned", Evidence: "val_acc 0.81 at step 10, median of 4 trials 0.9"}))
+	// As the engine of before wrote them, at the schema before 0090.
+	_, err = db.SQL().ExecContext(ctx, `UPDATE runs SET state = 'cancelled', error = 'cancelled by request', cancel_requested = 1`)
+	require.NoError(t, err)
+	_, err = db.SQL().ExecContext(ctx, `DELETE FROM schema_migrations WHERE version >= 90`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	db, err = Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	r, err := db.GetRun(ctx, "pruned")
+	require.NoError(t, err)
+	require.Equal(t, RunPruned, r.State)
+	require.Equal(t, "stopped early by its study's pruner: val_acc 0.81 at step 10, median of 4 trials 0.9", r.Error)
+	r, err = db.GetRun(ctx, "cancelled")
+	require.NoError(t, err)
+	require.Equal(t, RunCancelled, r.State)
+	require.Equal(t, "cancelled by request", r.Error)
 }

@@ -26,11 +26,14 @@ const (
 	RunSucceeded RunState = "succeeded"
 	RunFailed    RunState = "failed"
 	RunCancelled RunState = "cancelled"
+	// RunPruned: a study's pruner stopped it early (the evidence is in
+	// run_prunes); it neither failed nor was cancelled by anyone.
+	RunPruned RunState = "pruned"
 )
 
 // Done reports whether the run has reached a final state.
 func (s RunState) Done() bool {
-	return s == RunSucceeded || s == RunFailed || s == RunCancelled
+	return s == RunSucceeded || s == RunFailed || s == RunCancelled || s == RunPruned
 }
 
 // StageState is the lifecycle state of a stage.

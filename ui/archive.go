@@ -920,7 +920,7 @@ func stateImportance(s engine.State) widget.Importance {
 		return widget.DangerImportance
 	case engine.Running:
 		return widget.HighImportance
-	case engine.Cancelled:
+	case engine.Cancelled, engine.Pruned:
 		return widget.LowImportance
 	}
 	return widget.MediumImportance

@@ -23,6 +23,10 @@ func stateColor(s engine.State) color.Color {
 		return color.NRGBA{R: 0xd6, G: 0x45, B: 0x45, A: 0xff}
 	case engine.Cancelled:
 		return color.NRGBA{R: 0xb0, G: 0x8a, B: 0x3e, A: 0xff}
+	case engine.Pruned:
+		// A pruned trial did its job (it told the study what loses):
+		// a muted violet, neither failure red nor cancel amber.
+		return color.NRGBA{R: 0x8e, G: 0x6c, B: 0xb8, A: 0xff}
 	default:
 		return color.NRGBA{R: 0x8a, G: 0x8f, B: 0x98, A: 0xff}
 	}

@@ -417,7 +417,13 @@ func listed(runs []engine.RunInfo, id string) bool {
 }
 
 // stateFilters are the runs list's state choices; the first shows all.
-var stateFilters = []string{"all states", string(engine.Running), string(engine.Queued), string(engine.Succeeded), string(engine.Failed), string(engine.Cancelled)}
+var stateFilters = func() []string {
+	out := []string{"all states"}
+	for _, s := range engine.States {
+		out = append(out, string(s))
+	}
+	return out
+}()
 
 // refilter lists the runs that match the search and the state filter.
 func (v *MainView) refilter() {
@@ -467,7 +473,7 @@ func summary(runs []engine.RunInfo) string {
 		counts[r.State]++
 	}
 	var parts []string
-	for _, s := range []engine.State{engine.Running, engine.Queued, engine.Succeeded, engine.Failed, engine.Cancelled} {
+	for _, s := range engine.States {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

@@ -122,7 +122,7 @@ func stateCounts(runs []engine.RunInfo) string {
 		counts[r.State]++
 	}
 	var parts []string
-	for _, s := range []engine.State{engine.Running, engine.Queued, engine.Succeeded, engine.Failed, engine.Cancelled} {
+	for _, s := range engine.States {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

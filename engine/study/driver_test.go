@@ -113,7 +113,7 @@ func TestStudyRunsPrunesAndFinishes(t *testing.T) {
 		info, err := e.Run(ctx, tr.RunID)
 		require.NoError(t, err)
 		if tr.State == storage.TrialPruned {
-			require.Equal(t, engine.Cancelled, info.State)
+			require.Equal(t, engine.Pruned, info.State, "a pruned trial's run ends pruned, not cancelled")
 			p, err := db.RunPrune(ctx, tr.RunID)
 			require.NoError(t, err)
 			require.Equal(t, "below_median", p.Reason)

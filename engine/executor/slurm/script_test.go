@@ -239,7 +239,9 @@ func TestFollowingAJobTwiceSharesItsEnd(t *testing.T) {
 // the batch shell itself is killed (scancel --batch --signal=KILL, or a
 // proctrack plugin that kills only the processes it finds).
 func TestBatchScriptLeavesNoProcessBehind(t *testing.T) {
+	var stderr strings.Builder
 	runScript := func(t *testing.T, argv ...string) (*exec.Cmd, string) {
+		stderr.Reset()
 		run := t.TempDir()
 		job := executor.Job{RunID: "r", Stage: "s", Attempt: 1, Token: randomToken(), RunDir: run, StageDir: filepath.Join(run, "s"),
 			StdoutPath: filepath.Join(run, "s", "o"), StderrPath: filepath.Join(run, "s", "e"),
@@ -251,16 +253,18 @@ func TestBatchScriptLeavesNoProcessBehind(t *testing.T) {
 		require.NoError(t, os.WriteFile(sub.Files.Script, []byte(sub.Script), 0o755))
 		cmd := exec.Command("/bin/bash", sub.Files.Script)
 		cmd.Dir = "/"
+		cmd.Stderr = &stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		return cmd, mark
 	}
 	t.Run("children the command left running when it ended", func(t *testing.T) {
 		pids := filepath.Join(t.TempDir(), "pids")
-		cmd, mark := runScript(t, append(escapees("exit 5"), pids)...)
+		cmd, mark := runScript(t, append(escapees(`[ -n "$NIUMA_ATTEMPT_TOKEN" ] || exit 9; exit 5`), pids)...)
 		err := cmd.Run()
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee)
-		require.Equal(t, 5, ee.ExitCode(), "the job still ends with the command's status")
+		require.Equal(t, 5, ee.ExitCode(), "the job still ends with the command's status, and the command carries the token")
+		require.Empty(t, stderr.String(), "the batch script says nothing of its own")
 		require.Len(t, strings.Fields(read(t, pids)), 2, "both children started")
 		allGone(t, mark, 10*time.Second, "after the command ended")
 	})

@@ -14,6 +14,12 @@
 // the template's runtime: {kind: slurm, …}, else the site's settings.
 // --no-requeue: only Niuma's retries run an attempt again.
 //
+// Nothing of an attempt outlives its job on a cluster without cgroups
+// either: the batch script kills every process that carries the
+// attempt's token (NIUMA_ATTEMPT_TOKEN) when the command ends, and a
+// watcher outside the job's process tree does when the batch shell is
+// killed (see batchBody).
+//
 // The job's stdout and stderr are the attempt's log files in the run
 // directory, which must be on a filesystem the nodes share (checked before
 // submitting: a network or cluster filesystem, a directory the site lists,

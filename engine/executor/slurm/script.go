@@ -217,7 +217,7 @@ func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra
 	b.WriteString("\n#\n# The stage's command runs under a shim that writes its exit status to\n")
 	b.WriteString("# the exit file below, so Niuma learns how it ended even after Slurm has\n")
 	b.WriteString("# forgotten the job (MinJobAge) on a cluster without accounting.\n")
-	fmt.Fprintf(&b, "niuma_started=%s\nniuma_exit=%s\n", quote(f.Started), quote(f.Exit))
+	fmt.Fprintf(&b, "niuma_started=%s\nniuma_exit=%s\nniuma_token=%s\n", quote(f.Started), quote(f.Exit), quote(tok))
 	b.WriteString(`printf '%s %s %s\n' "${SLURM_JOB_ID:-}" "$(date +%s)" "$(hostname -s 2>/dev/null || hostname)" >"$niuma_started.tmp" && mv -f "$niuma_started.tmp" "$niuma_started"` + "\n")
 	fmt.Fprintf(&b, "niuma_run=%s\n", quote(job.RunDir))
 	b.WriteString(`cd "$niuma_run" || { echo "niuma: node $(hostname) cannot enter the run directory $niuma_run: is it on a filesystem the nodes share?" >&2; exit 97; }` + "\n")
@@ -244,6 +244,11 @@ func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra
 	return submission{Args: args, Script: b.String(), Files: f, Token: tok, Limits: lim}, nil
 }
 
+// tokenEnv carries the attempt's token into the environment of the
+// shim, the command and everything the command starts: the local
+// executor's variable, so a stage sees one contract on both.
+const tokenEnv = "NIUMA_ATTEMPT_TOKEN"
+
 // batchBody and batchTail surround the command's argv. The shim is the
 // local executor's: the command runs in the foreground of a shell that
 // only traps the signals, so it lives on to record the status. The batch
@@ -251,18 +256,70 @@ func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra
 // SIGTERM and SIGINT to that group; it then waits until the shim is gone
 // (a trapped signal interrupts wait) and ends with the command's status,
 // which is what Slurm records as the job's exit code.
+//
+// Nothing of the attempt outlives it, whatever the site's proctrack
+// plugin. proctrack/cgroup holds every process of the job; linuxproc
+// finds them by their parents, and pgid by their process group, so a
+// process that left the tree (setsid, a double fork, a shim whose batch
+// shell was killed) or the group escapes them. Every process of the
+// attempt carries its token (tokenEnv: set for the shim alone, the batch
+// shell does not carry it), and niuma_reap kills, with SIGKILL, every
+// process that does, until a look through /proc finds none (bash
+// builtins only: it forks nothing that would carry the token). It runs
+// when the command has ended, before the batch shell exits, so leftovers
+// are gone when Slurm sees the job end; and from a watcher for when the
+// batch shell is killed (after Stop's grace, or by Slurm at a cancel, a
+// time limit or an out-of-memory kill, KillWait after SIGTERM). The
+// watcher leaves the job's process tree and group at once (its parent
+// exits; set -m), so what kills the job does not kill it with the shell;
+// it waits on a pipe only the batch shell holds (the shim does not
+// inherit it) and reaps once the pipe closes, or once the shell is gone
+// (a look every 5 s, should the pipe have been inherited after all). A
+// process that clears its own environment and leaves the group is not
+// found (a cgroup still finds it). The command gets SIGTERM once, as
+// before: the reap sends only SIGKILL, and only once the command has
+// ended or its batch shell has been killed.
 const batchBody = `niuma_shim='exit_file=$1; shift
 trap : TERM INT HUP
 ("$@")
 code=$?
 printf "%s %s\n" "$code" "$(date +%s)" >"$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
 exit "$code"'
+niuma_reap() {
+	local p v round found
+	for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		found=
+		for p in /proc/[0-9]*; do
+			case ${p#/proc/} in "$$" | "$BASHPID") continue ;; esac
+			while IFS= read -r -d '' v; do
+				if [ "$v" = "` + tokenEnv + `=$niuma_token" ]; then
+					kill -KILL "${p#/proc/}" && found=1
+					break
+				fi
+			done 2>/dev/null <"$p/environ"
+		done
+		[ -n "$found" ] || return 0
+	done
+}
+niuma_watch() {
+	trap '' TERM INT HUP
+	local r
+	while :; do
+		read -r -t 5 -u 3 _
+		r=$?
+		[ "$r" -eq 0 ] && continue
+		[ "$r" -gt 128 ] && kill -0 "$$" 2>/dev/null && continue
+		break
+	done
+	niuma_reap
+}
+exec {niuma_hold}> >(exec 3<&0; set -m; niuma_watch </dev/null >/dev/null 2>&1 &)
 trap 'kill -TERM -- "-$niuma_child" 2>/dev/null' TERM
 trap 'kill -INT -- "-$niuma_child" 2>/dev/null' INT
 set -m
-/bin/sh -c "$niuma_shim" niuma-stage "$niuma_exit"`
+` + tokenEnv + `="$niuma_token" /bin/sh -c "$niuma_shim" niuma-stage "$niuma_exit"`
 
-const batchTail = ` &
+const batchTail = ` {niuma_hold}>&- &
 niuma_child=$!
 set +m
 niuma_status=0
@@ -270,6 +327,8 @@ while kill -0 "$niuma_child" 2>/dev/null; do
 	wait "$niuma_child"
 	niuma_status=$?
 done
+kill -KILL -- "-$niuma_child" 2>/dev/null
+niuma_reap
 if read -r niuma_code _ <"$niuma_exit" 2>/dev/null; then
 	exit "$niuma_code"
 fi

@@ -233,3 +233,53 @@ func TestFollowingAJobTwiceSharesItsEnd(t *testing.T) {
 	require.Same(t, w2, x.follow(w2), "a watch that ended is not reused")
 	x.unfollow(w2)
 }
+
+// The batch script under plain bash again, with no Slurm to kill what it
+// leaves: whatever the command started ends with the attempt, also when
+// the batch shell itself is killed (scancel --batch --signal=KILL, or a
+// proctrack plugin that kills only the processes it finds).
+func TestBatchScriptLeavesNoProcessBehind(t *testing.T) {
+	var stderr strings.Builder
+	runScript := func(t *testing.T, argv ...string) (*exec.Cmd, string) {
+		stderr.Reset()
+		run := t.TempDir()
+		job := executor.Job{RunID: "r", Stage: "s", Attempt: 1, Token: randomToken(), RunDir: run, StageDir: filepath.Join(run, "s"),
+			StdoutPath: filepath.Join(run, "s", "o"), StderrPath: filepath.Join(run, "s", "e"),
+			Env: map[string]string{}, Argv: argv}
+		mark := markJob(t, &job)
+		require.NoError(t, os.MkdirAll(job.StageDir, 0o755))
+		sub, err := buildSubmission(job, Queue{}, 0, nil, "")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(sub.Files.Script, []byte(sub.Script), 0o755))
+		cmd := exec.Command("/bin/bash", sub.Files.Script)
+		cmd.Dir = "/"
+		cmd.Stderr = &stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd, mark
+	}
+	t.Run("children the command left running when it ended", func(t *testing.T) {
+		pids := filepath.Join(t.TempDir(), "pids")
+		cmd, mark := runScript(t, append(escapees(`[ -n "$NIUMA_ATTEMPT_TOKEN" ] || exit 9; exit 5`), pids)...)
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		require.Equal(t, 5, ee.ExitCode(), "the job still ends with the command's status, and the command carries the token")
+		require.Empty(t, stderr.String(), "the batch script says nothing of its own")
+		require.Len(t, strings.Fields(read(t, pids)), 2, "both children started")
+		allGone(t, mark, 10*time.Second, "after the command ended")
+	})
+	t.Run("the batch shell killed under a command that ignores SIGTERM", func(t *testing.T) {
+		pids := filepath.Join(t.TempDir(), "pids")
+		cmd, mark := runScript(t, append(escapees("trap 'echo TERM' TERM; while :; do sleep 0.1; done"), pids)...)
+		require.NoError(t, cmd.Start())
+		until(t, 10*time.Second, "the children did not start", func() bool { return len(strings.Fields(readOr(pids))) == 2 })
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL)) // as scancel --batch --signal=KILL
+		_ = cmd.Wait()
+		allGone(t, mark, 10*time.Second, "after the batch shell was killed")
+	})
+}
+
+func readOr(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}

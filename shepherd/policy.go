@@ -118,7 +118,7 @@ type HerdOptions struct {
 // Herd is the default policy, built to hold up when estimates are missing
 // or wrong (see the package documentation): priority aged up to just below
 // the most urgent waiting; least attained service; shortest estimated
-// GPU-time, fewest GPUs when unknown; preemption of spot runs that weighs
+// GPU-time, then spot runs first, then fewest GPUs; preemption of spot runs that weighs
 // the work it displaces; gangs on one linked group; placement that keeps
 // free memory usable (Fragmentation), at most three runs on a GPU; and, when
 // asked for, a bounded reservation for the head with backfill by high

@@ -50,6 +50,10 @@ var ablations = map[string]func(p *shepherd.Policy){
 	"grace10": func(p *shepherd.Policy) { p.PreemptAfter = 10 * time.Minute },
 	// One priority level per 2 h waited, not 30 min.
 	"age2h": func(p *shepherd.Policy) { p.AgingStep = 2 * time.Hour },
+	// Long runs age slower: one level per 4× their estimate, not 2×.
+	"agef4": func(p *shepherd.Policy) { p.AgingFactor = 4 },
+	// One priority level per hour waited, not 30 min.
+	"age1h": func(p *shepherd.Policy) { p.AgingStep = time.Hour },
 	// At most two runs per GPU, herd's scoring.
 	"share2h": func(p *shepherd.Policy) { p.Filters[4] = shepherd.Share{Max: 2} },
 	// More sharing.

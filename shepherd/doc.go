@@ -30,7 +30,9 @@
 //   - rank: priority aged towards the top (capped there, so that an old,
 //     large run does not jump every short one), then least attained
 //     service (a preempted run goes behind fresh ones), then the shortest
-//     estimated GPU-time, then — with no estimate — the fewest GPUs;
+//     estimated GPU-time, then a spot run before one that may not be
+//     stopped (if it runs long it can be stopped again; the other holds
+//     its GPUs to its end), then — with no estimate — the fewest GPUs;
 //   - preempt spot runs for a higher priority run, or for a fresh one of
 //     the same priority when they have had more than a GPU-hour; but never
 //     for a run with more work than the stopped runs have left (or, of

@@ -623,6 +623,9 @@ func (ps *pass) victims(c *Cycle) ([]string, []int) {
 			continue
 		}
 		lower := r.Priority < c.Req.Priority
+		if ps.p.PreemptLowerServed && lower && ps.p.level(len(r.GPUs), r.Attained+now.Sub(r.Start)) <= reqLevel {
+			lower = false
+		}
 		served := ps.p.PreemptForService && r.Priority == c.Req.Priority &&
 			ps.p.level(len(r.GPUs), r.Attained+now.Sub(r.Start)) > reqLevel
 		if !lower && !served {
@@ -633,6 +636,12 @@ func (ps *pass) victims(c *Cycle) ([]string, []int) {
 	slices.SortStableFunc(cands, func(a, b Running) int {
 		if x := cmp.Compare(a.Priority, b.Priority); x != 0 {
 			return x
+		}
+		if ps.p.PreemptMostServed {
+			sa, sb := a.Attained+now.Sub(a.Start), b.Attained+now.Sub(b.Start)
+			if x := cmp.Compare(sb*time.Duration(len(b.GPUs)), sa*time.Duration(len(a.GPUs))); x != 0 {
+				return x
+			}
 		}
 		return b.Start.Compare(a.Start)
 	})

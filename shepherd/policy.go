@@ -67,6 +67,26 @@ type Policy struct {
 	// end, so a large one must not push out many small ones, which is what
 	// costs a busy queue most.
 	PreemptLonger bool
+	// PreemptMostServed picks victims by most attained service first
+	// (within the lowest priority) rather than the most recently started:
+	// under heavy-tailed run times the run that has run longest is expected
+	// to run longest yet. Off in herd: measured worse on Philly
+	// (docs/BENCHMARKS.md, ablation victimlas).
+	PreemptMostServed bool
+	// PreemptLowerServed stops a spot run of lower priority only once it
+	// is in a higher service level than the head, as for one of the same
+	// priority. Off in herd: measured worse on Philly (docs/BENCHMARKS.md,
+	// ablation lowerserved).
+	PreemptLowerServed bool
+	// PreemptibleFirst orders a spot request before one that may not be
+	// stopped when they tie on aged priority, service level and estimated
+	// work: a spot run that turns out long is stopped again when others
+	// wait (least attained service), while one that may not be stopped
+	// holds its GPUs to its end whatever its length. Under heavy-tailed run
+	// times the run that can be stopped is the better one to try first
+	// (its Gittins index is higher), which is what a queue with no
+	// estimates has left to go by.
+	PreemptibleFirst bool
 	// SpareGPUHosts places a CPU-only request on the host whose GPUs have
 	// the least free memory (then best fit by CPU), keeping the CPUs of
 	// hosts with free GPUs for GPU stages.
@@ -98,7 +118,7 @@ type HerdOptions struct {
 // Herd is the default policy, built to hold up when estimates are missing
 // or wrong (see the package documentation): priority aged up to just below
 // the most urgent waiting; least attained service; shortest estimated
-// GPU-time, fewest GPUs when unknown; preemption of spot runs that weighs
+// GPU-time, then spot runs first, then fewest GPUs; preemption of spot runs that weighs
 // the work it displaces; gangs on one linked group; placement that keeps
 // free memory usable (Fragmentation), at most three runs on a GPU; and, when
 // asked for, a bounded reservation for the head with backfill by high
@@ -142,6 +162,7 @@ func Herd(o HerdOptions) Policy {
 		PreemptAfter:      o.PreemptAfter,
 		PreemptForService: true,
 		PreemptLonger:     true,
+		PreemptibleFirst:  true,
 		SpareGPUHosts:     true,
 	}
 }
@@ -214,6 +235,7 @@ type rankKey struct {
 	prio   int   // aged priority
 	level  int   // attained-service level, lower first
 	work   int64 // estimated GPU-seconds, max when unknown
+	fixed  bool  // with PreemptibleFirst: may not be stopped
 	gpus   int   // with FewerGPUsFirst; 0 otherwise
 	submit int64
 	shape  int32 // index into the pass's shapes
@@ -224,11 +246,12 @@ type rankKey struct {
 }
 
 // pack fills k.packed so that comparing it compares (prio descending,
-// level, work, gpus): a pass compares keys many times per request, and one
-// integer compares faster than four fields. Values out of its range (a
-// priority beyond ±127, say) leave exact false and the fields are compared.
+// level, work, fixed, gpus): a pass compares keys many times per request,
+// and one integer compares faster than five fields. Values out of its range
+// (a priority beyond ±127, say) leave exact false and the fields are
+// compared.
 func (k *rankKey) pack() {
-	const maxWork = 1<<44 - 1
+	const maxWork = 1<<43 - 1
 	work := uint64(maxWork)
 	if k.work != 1<<63-1 {
 		if k.work < 0 || k.work >= maxWork {
@@ -239,7 +262,11 @@ func (k *rankKey) pack() {
 	if k.prio < -128 || k.prio > 127 || k.level < 0 || k.level > 15 || k.gpus < 0 || k.gpus > 255 {
 		return
 	}
-	k.packed = uint64(127-k.prio)<<56 | uint64(k.level)<<52 | work<<8 | uint64(k.gpus)
+	var fixed uint64
+	if k.fixed {
+		fixed = 1
+	}
+	k.packed = uint64(127-k.prio)<<56 | uint64(k.level)<<52 | work<<9 | fixed<<8 | uint64(k.gpus)
 	k.exact = true
 }
 
@@ -259,7 +286,8 @@ func (p Policy) Rank(now time.Time, queue []Request) []int {
 }
 
 // less orders two queue keys: aged priority (higher first), service level
-// (lower first), estimated work (shorter first), ready time, ID, position.
+// (lower first), estimated work (shorter first), spot before not (with
+// PreemptibleFirst), GPUs (fewer first), ready time, ID, position.
 func (p *Policy) less(queue []Request, a, b *rankKey) bool {
 	if a.exact && b.exact {
 		if a.packed != b.packed {
@@ -278,6 +306,9 @@ func (p *Policy) less(queue []Request, a, b *rankKey) bool {
 	}
 	if a.work != b.work {
 		return a.work < b.work
+	}
+	if a.fixed != b.fixed {
+		return !a.fixed
 	}
 	if a.gpus != b.gpus {
 		return a.gpus < b.gpus
@@ -351,6 +382,7 @@ func (p *Policy) fields(k *rankKey, now int64, r *Request, top int) {
 	if p.FewerGPUsFirst {
 		k.gpus = r.GPUs
 	}
+	k.fixed = p.PreemptibleFirst && !r.Preemptible
 	if p.ShortestFirst {
 		k.work = 1<<63 - 1
 		if r.Estimate > 0 {

@@ -370,3 +370,34 @@ func TestRankOrdersPrioritiesOfAnySize(t *testing.T) {
 		require.Equal(t, []int{1, 6, 4, 0, 7, 3, 5, 2}, got, p.Name)
 	}
 }
+
+func TestHerdTriesSpotRunsFirstAmongTies(t *testing.T) {
+	// Equal priority, no service yet, no estimates: the spot runs go before
+	// the ones that may not be stopped, even the earlier and the narrower
+	// ("fixed1" was ready first and asks for 1 GPU, "spot2" for 2). An
+	// estimate still comes first: "short" (10 min) precedes every unknown.
+	q := []Request{
+		{ID: "fixed1", GPUs: 1, Priority: 1, Submit: t0},
+		{ID: "spot2", GPUs: 2, Priority: 1, Preemptible: true, Submit: t0.Add(time.Minute)},
+		{ID: "spot1", GPUs: 1, Priority: 1, Preemptible: true, Submit: t0.Add(2 * time.Minute)},
+		{ID: "short", GPUs: 1, Priority: 1, Estimate: 10 * time.Minute, Submit: t0.Add(3 * time.Minute)},
+		{ID: "fixed2", GPUs: 2, Priority: 1, Submit: t0},
+	}
+	ids := func(p Policy) []string {
+		var out []string
+		for _, i := range p.Rank(t0.Add(4*time.Minute), q) {
+			out = append(out, q[i].ID)
+		}
+		return out
+	}
+	// Priority 1000 is beyond the packed key: the fields compare alike.
+	for _, prio := range []int{1, 1000} {
+		for i := range q {
+			q[i].Priority = prio
+		}
+		require.Equal(t, []string{"short", "spot1", "spot2", "fixed1", "fixed2"}, ids(Herd(HerdOptions{})), prio)
+		p := Herd(HerdOptions{})
+		p.PreemptibleFirst = false
+		require.Equal(t, []string{"short", "fixed1", "spot1", "fixed2", "spot2"}, ids(p), prio)
+	}
+}

@@ -38,6 +38,24 @@ var ablations = map[string]func(p *shepherd.Policy){
 	// Other service levels (least attained service) than one GPU-hour.
 	"las15m": func(p *shepherd.Policy) { p.ServiceLevels = []time.Duration{15 * time.Minute} },
 	"las4h":  func(p *shepherd.Policy) { p.ServiceLevels = []time.Duration{4 * time.Hour} },
+	// Victims by most attained service first, not the most recent start.
+	"victimlas": func(p *shepherd.Policy) { p.PreemptMostServed = true },
+	// A spot run of lower priority stopped only past the service level.
+	"lowerserved": func(p *shepherd.Policy) { p.PreemptLowerServed = true },
+	// No preference for spot runs among ties.
+	"nospotfirst": func(p *shepherd.Policy) { p.PreemptibleFirst = false },
+	// More service levels.
+	"levels2": func(p *shepherd.Policy) { p.ServiceLevels = []time.Duration{time.Hour, 8 * time.Hour} },
+	// Spot runs spared 10 min after they start, not 30 min.
+	"grace10": func(p *shepherd.Policy) { p.PreemptAfter = 10 * time.Minute },
+	// One priority level per 2 h waited, not 30 min.
+	"age2h": func(p *shepherd.Policy) { p.AgingStep = 2 * time.Hour },
+	// Long runs age slower: one level per 4× their estimate, not 2×.
+	"agef4": func(p *shepherd.Policy) { p.AgingFactor = 4 },
+	// One priority level per hour waited, not 30 min.
+	"age1h": func(p *shepherd.Policy) { p.AgingStep = time.Hour },
+	// At most two runs per GPU, herd's scoring.
+	"share2h": func(p *shepherd.Policy) { p.Filters[4] = shepherd.Share{Max: 2} },
 	// More sharing.
 	"share4": func(p *shepherd.Policy) { p.Filters[4] = shepherd.Share{Max: 4} },
 	// Two runs per GPU, spread to empty GPUs first (the earlier herd).

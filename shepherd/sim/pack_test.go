@@ -12,8 +12,9 @@ import (
 // TestPAIHoles prints, for herd and bestfit packing PAI's pods onto PAI's
 // nodes, the pods alone on a partly used GPU at the first refusal (by
 // their share of the GPU, in thousandths) and how many pods of the trace
-// are small enough to fill the hole an 810‰ pod leaves: docs/BENCHMARKS.md
-// reads the stranded memory by them.
+// are small enough to fill the hole an 810‰ pod leaves, and herd's free
+// memory on partly used GPUs once it has placed as many pods as bestfit
+// did: docs/BENCHMARKS.md reads the stranded memory by them.
 //
 //	go test ./shepherd/sim -run PAIHoles -traces ../shared/data/traces -v
 func TestPAIHoles(t *testing.T) {
@@ -34,7 +35,11 @@ func TestPAIHoles(t *testing.T) {
 			small++
 		}
 	}
-	for _, name := range []string{"herd", "bestfit"} {
+	// Bestfit first: herd's stranded memory is also taken when it has
+	// placed as many pods as bestfit did before its refusal, so that the
+	// two are compared at the same point of the trace.
+	bestfitPlaced := -1
+	for _, name := range []string{"bestfit", "herd"} {
 		p, _ := shepherd.ByName(name)
 		inv := shepherd.Inventory{GPUs: append([]shepherd.GPU(nil), nodes.GPUs...), Hosts: nodes.Hosts}
 		byUUID := map[string]int{}
@@ -58,6 +63,12 @@ func TestPAIHoles(t *testing.T) {
 			running = append(running, req.Placement(d.GPUs, d.Host, now))
 			placed++
 			now = now.Add(time.Second)
+			if placed == bestfitPlaced {
+				fmt.Printf("%s after %d pods (bestfit's count): %.0f GiB free on partly used GPUs\n", name, placed, partlyFree(inv))
+			}
+		}
+		if name == "bestfit" {
+			bestfitPlaced = placed
 		}
 		tenants := map[string]int{}
 		for _, r := range running {
@@ -79,4 +90,17 @@ func TestPAIHoles(t *testing.T) {
 		fmt.Printf("%s: %d pods placed; alone on a partly used GPU, by share: %v; the 810‰ pods' holes: %.0f GiB\n", name, placed, alone, holes810)
 	}
 	fmt.Printf("pods of at most 190‰ of a GPU in the trace: %d\n", small)
+}
+
+// partlyFree is the free memory on partly used GPUs, in GiB: what a pod
+// that needs a whole GPU cannot use (the stranded memory of Pack's report
+// when the refused pod asks for a whole GPU).
+func partlyFree(inv shepherd.Inventory) float64 {
+	var f float64
+	for _, g := range inv.GPUs {
+		if g.FreeMiB > 0 && g.FreeMiB < g.TotalMiB {
+			f += float64(g.FreeMiB) / 1024
+		}
+	}
+	return f
 }

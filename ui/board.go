@@ -99,7 +99,6 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 			waiting++
 			it.detail = waitReason(r, now)
 		} else {
-			running++
 			parts := []string{"running " + elapsedText(r, now)}
 			if p, text, ok := progressOf(last[r.ID]); ok {
 				it.progress = p
@@ -113,6 +112,14 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 				it.waits = true
 			}
 			it.detail = strings.Join(parts, " · ")
+			// The engine calls a run running from its first stage on;
+			// one with no stage running and the next waiting for a GPU
+			// is waiting to the user, and the count says so.
+			if it.waits && !stageRunning(r) {
+				waiting++
+			} else {
+				running++
+			}
 		}
 		for _, a := range anomalies[r.ID] {
 			if strings.HasPrefix(a.Kind, "action_") {
@@ -133,6 +140,16 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 	})
 	m.counts = fmt.Sprintf("%d running · %d waiting", running, waiting)
 	return m
+}
+
+// stageRunning reports whether any of a run's stages is running now.
+func stageRunning(r engine.RunInfo) bool {
+	for _, s := range r.Stages {
+		if s.State == engine.Running {
+			return true
+		}
+	}
+	return false
 }
 
 // totalKey is the metric a workload reports its total number of steps

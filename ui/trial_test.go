@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,4 +45,29 @@ func TestRunsListHighlightFollowsTheOpenRunWhenRowsShift(t *testing.T) {
 	v.Reload(context.Background())
 	require.Contains(t, v.detail.idLine.Text, fresh.ID, "a click on the new run's row opens it")
 	require.False(t, v.cancel.Disabled(), "and offers to cancel it")
+}
+
+// A running run whose next stage waits for a GPU is waiting, whatever
+// the engine's run state says: the Queue's count must not say
+// "0 waiting" above a line that says "waits: train needs 1×60 GiB".
+func TestBoardCountsARunWaitingForAGPUAsWaiting(t *testing.T) {
+	now := time.Now()
+	st := stages(engine.Succeeded, engine.Queued, engine.Queued, engine.Queued)
+	st[1].Reason = "needs 1×60 GiB; largest free is 20 GiB on GPU 0; first in line"
+	st[1].ReasonCode = "gpu_memory"
+	busy := stages(engine.Succeeded, engine.Running, engine.Queued, engine.Queued)
+	runs := []engine.RunInfo{
+		{ID: "r1", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: busy},
+		{ID: "r2", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: busy},
+		{ID: "r3", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: st},
+	}
+	m := buildBoard(simSnapshot(t, "2xA100-80GB"), runs, nil, nil, now)
+	require.Equal(t, "2 running · 1 waiting", m.counts)
+
+	// A DAG with one branch running and another waiting is running.
+	both := stages(engine.Succeeded, engine.Running, engine.Queued)
+	both[2].Reason, both[2].ReasonCode = "needs 1 GPU", "gpu_busy"
+	m = buildBoard(simSnapshot(t, "2xA100-80GB"), []engine.RunInfo{
+		{ID: "r4", Template: "t", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: both}}, nil, nil, now)
+	require.Equal(t, "1 running · 0 waiting", m.counts)
 }

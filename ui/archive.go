@@ -581,6 +581,9 @@ type ArchiveView struct {
 	compareView *compareView
 	// deleted, when set, receives the outcome of each delete.
 	deleted chan error
+	// read is set once a read of the archive came back: until then the
+	// status says it is reading, not "0 of 0 runs".
+	read bool
 	// reloaded, when set, is signalled after each Reload (for tests).
 	reloaded chan struct{}
 	// loadCompare reads and draws a compare view's curves; in the
@@ -722,6 +725,7 @@ func (v *ArchiveView) reloadSoon(ctx context.Context) {
 
 // show puts runs in the table (on Fyne's thread).
 func (v *ArchiveView) show(all []engine.ArchiveEntry, now time.Time) {
+	v.read = true
 	v.model.set(all, now)
 	v.tmplSel.Options = v.model.templates()
 	v.tmplSel.Refresh()
@@ -843,6 +847,10 @@ func (v *ArchiveView) updateButtons() {
 		v.delete.Enable()
 	} else {
 		v.delete.Disable()
+	}
+	if !v.read {
+		v.status.SetText("Reading the archive…")
+		return
 	}
 	msg := fmt.Sprintf("%d of %d runs", len(v.model.rows), len(v.model.all))
 	if n > 0 {

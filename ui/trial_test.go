@@ -71,3 +71,14 @@ func TestBoardCountsARunWaitingForAGPUAsWaiting(t *testing.T) {
 		{ID: "r4", Template: "t", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: both}}, nil, nil, now)
 	require.Equal(t, "1 running · 0 waiting", m.counts)
 }
+
+// Before the archive's first read comes back (seconds on a busy machine)
+// the page must not say "0 of 0 runs": a new user takes that for an
+// empty archive.
+func TestArchiveSaysItIsReadingBeforeItsFirstRead(t *testing.T) {
+	v := NewArchiveView(&fakeBackend{archive: archiveRuns(time.Now())}, nil)
+	require.NotContains(t, v.status.Text, "0 of 0")
+	require.Contains(t, v.status.Text, "Reading")
+	v.Reload(context.Background())
+	require.True(t, strings.HasPrefix(v.status.Text, "4 of 4 runs"), v.status.Text)
+}

@@ -42,6 +42,15 @@ var archiveHeaders = [archiveCols]string{"", "ID", "Template", "State", "Created
 // archiveWidths are the columns' widths, in points.
 var archiveWidths = [archiveCols]float32{36, 215, 140, 110, 150, 90, 250}
 
+// idColumnWidth fits a whole run ID ("20261202-171933-ccccef"), indented
+// under its sweep's header, in the monospace font: the runs of a sweep
+// share the ID's start and differ only in its end, so a truncated ID
+// tells them apart no more.
+func idColumnWidth() float32 {
+	text := fyne.MeasureText("  00000000-000000-000000", theme.TextSize(), fyne.TextStyle{Monospace: true})
+	return float32(math.Ceil(float64(text.Width + 2*theme.InnerPadding() + theme.Padding())))
+}
+
 // allTemplates is the template filter's "no filter" choice.
 const allTemplates = "all templates"
 
@@ -619,6 +628,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	for c, w := range archiveWidths {
 		v.table.SetColumnWidth(c, w)
 	}
+	v.table.SetColumnWidth(colID, idColumnWidth())
 	v.table.OnSelected = func(id widget.TableCellID) {
 		v.table.UnselectAll()
 		if g, ok := v.model.groupAt(id.Row); ok {

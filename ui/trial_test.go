@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
@@ -81,4 +84,54 @@ func TestArchiveSaysItIsReadingBeforeItsFirstRead(t *testing.T) {
 	require.Contains(t, v.status.Text, "Reading")
 	v.Reload(context.Background())
 	require.True(t, strings.HasPrefix(v.status.Text, "4 of 4 runs"), v.status.Text)
+}
+
+// The Archive's ID column shows a run's whole ID: the part that tells
+// the runs of a sweep apart is its end ("…-ccccef"), and under a sweep's
+// header the ID is indented; truncated, every run of a sweep read
+// "20261202-171933-cccc…".
+func TestArchiveShowsWholeRunIDsUnderASweep(t *testing.T) {
+	now := time.Now()
+	var all []engine.ArchiveEntry
+	for i, id := range []string{"20261202-171933-ccccef", "20261202-171933-1db2a3", "20261202-171933-f6bfc0"} {
+		r := engine.RunInfo{ID: id, Template: "digits-mlp", State: engine.Succeeded, Sweep: "sw1",
+			CreatedAt: now.Add(-time.Duration(i) * time.Minute), StartedAt: now.Add(-time.Duration(i) * time.Minute),
+			FinishedAt: now, Params: map[string]any{"lr": 0.01 / float64(i+1)}}
+		all = append(all, engine.ArchiveEntry{RunInfo: r, Objective: "val_acc", Goal: "max", Best: 0.97, HasBest: true})
+	}
+	v, _ := newArchiveRig(t, &fakeBackend{archive: all})
+	shown := drawnTexts(v.table)
+	for _, e := range all {
+		found := false
+		for _, s := range shown {
+			if strings.TrimSpace(s) == e.ID {
+				found = true
+			}
+		}
+		require.True(t, found, "%s is not shown whole; the table shows %q", e.ID, shown)
+	}
+}
+
+// drawnTexts is the text drawn under o as drawn, after truncation (texts
+// gives a label's whole text, however little of it fits).
+func drawnTexts(o fyne.CanvasObject) []string {
+	var out []string
+	var walk func(fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		if x, ok := o.(*canvas.Text); ok {
+			out = append(out, x.Text)
+		}
+		if c, ok := o.(*fyne.Container); ok {
+			for _, ch := range c.Objects {
+				walk(ch)
+			}
+		}
+		if w, ok := o.(fyne.Widget); ok {
+			for _, ch := range test.WidgetRenderer(w).Objects() {
+				walk(ch)
+			}
+		}
+	}
+	walk(o)
+	return out
 }

@@ -112,12 +112,16 @@ func TestArchiveShowsWholeRunIDsUnderASweep(t *testing.T) {
 	}
 }
 
-// drawnTexts is the text drawn under o as drawn, after truncation (texts
-// gives a label's whole text, however little of it fits).
+// drawnTexts is the text drawn under o as drawn: after truncation, and
+// none of what is hidden (texts gives a label's whole text, however little
+// of it fits, and hidden text too).
 func drawnTexts(o fyne.CanvasObject) []string {
 	var out []string
 	var walk func(fyne.CanvasObject)
 	walk = func(o fyne.CanvasObject) {
+		if !o.Visible() {
+			return
+		}
 		if x, ok := o.(*canvas.Text); ok {
 			out = append(out, x.Text)
 		}
@@ -134,4 +138,20 @@ func drawnTexts(o fyne.CanvasObject) []string {
 	}
 	walk(o)
 	return out
+}
+
+// Ticking "sweep" fills the values box with the current value, so its
+// placeholder (how to write several values) never shows: the help line
+// under the parameter must say it while sweeping.
+func TestSweepSaysHowToWriteSeveralValues(t *testing.T) {
+	r := newWizardRig(t)
+	r.w.list.Select(1)
+	test.Tap(r.w.next)
+	lr := r.field("lr")
+	test.Tap(lr.sweep)
+	require.Equal(t, "0.01", lr.sweepEntry.Text, "the sweep starts from the current value")
+	shown := strings.Join(drawnTexts(lr.box), "\n")
+	require.Contains(t, shown, "values: 0.1, 0.01, 0.001", "how to write a sweep is on screen")
+	test.Tap(lr.sweep)
+	require.NotContains(t, strings.Join(drawnTexts(lr.box), "\n"), "values:", "and goes with the sweep")
 }

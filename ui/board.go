@@ -61,6 +61,7 @@ type queueItem struct {
 	stages       []engine.StageInfo
 	detail       string  // the shepherd's reason for a waiting run; elapsed and objective for a running one
 	waits        bool    // a running run whose next stage waits for GPUs
+	idle         bool    // and none of its stages runs: it waits, to the user
 	params       string  // the parameters that tell it apart (within its sweep)
 	progress     float64 // 0..1 when the workload reports its total steps, else -1
 	anomalies    int
@@ -116,6 +117,7 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 			// one with no stage running and the next waiting for a GPU
 			// is waiting to the user, and the count says so.
 			if it.waits && !stageRunning(r) {
+				it.idle = true
 				waiting++
 			} else {
 				running++

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
+	"niuma/shepherd/predict"
 )
 
 // These tests come from a first-use trial of the window (a new user
@@ -154,4 +155,18 @@ func TestSweepSaysHowToWriteSeveralValues(t *testing.T) {
 	require.Contains(t, shown, "values: 0.1, 0.01, 0.001", "how to write a sweep is on screen")
 	test.Tap(lr.sweep)
 	require.NotContains(t, strings.Join(drawnTexts(lr.box), "\n"), "values:", "and goes with the sweep")
+}
+
+// A run waiting for a GPU between two stages gets no "ETA 14 s": it does
+// not end in 14 s, it runs about that long once it gets its GPU.
+func TestBoardGivesAWaitingRunNoETA(t *testing.T) {
+	now := time.Now()
+	st := stages(engine.Succeeded, engine.Queued, engine.Queued, engine.Queued)
+	st[1].Reason, st[1].ReasonCode = "needs 1×60 GiB; largest free is 20 GiB on GPU 0; first in line", "gpu_memory"
+	m := buildBoard(simSnapshot(t, "2xA100-80GB"), []engine.RunInfo{
+		{ID: "r3", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: st}}, nil, nil, now)
+	addETAs(&m, map[string]predict.Estimate{"r3": {Median: 14 * time.Second, N: 2}})
+	require.NotContains(t, m.queue[0].detail, "ETA")
+	require.Contains(t, m.queue[0].detail, "waits: train: needs 1×60 GiB")
+	require.Contains(t, m.queue[0].detail, "then runs about 14 s, from 2 earlier runs")
 }

@@ -134,9 +134,12 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 		}
 		m.queue = append(m.queue, it)
 	}
+	// Running first, then waiting (a run between stages waiting for a
+	// GPU too, as the count says).
+	active := func(it queueItem) bool { return it.state == engine.Running && !it.idle }
 	sort.SliceStable(m.queue, func(i, j int) bool {
-		if (m.queue[i].state == engine.Running) != (m.queue[j].state == engine.Running) {
-			return m.queue[i].state == engine.Running
+		if active(m.queue[i]) != active(m.queue[j]) {
+			return active(m.queue[i])
 		}
 		return false
 	})

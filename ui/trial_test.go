@@ -61,12 +61,13 @@ func TestBoardCountsARunWaitingForAGPUAsWaiting(t *testing.T) {
 	st[1].ReasonCode = "gpu_memory"
 	busy := stages(engine.Succeeded, engine.Running, engine.Queued, engine.Queued)
 	runs := []engine.RunInfo{
+		{ID: "r3", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: st},
 		{ID: "r1", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: busy},
 		{ID: "r2", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: busy},
-		{ID: "r3", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: st},
 	}
 	m := buildBoard(simSnapshot(t, "2xA100-80GB"), runs, nil, nil, now)
 	require.Equal(t, "2 running · 1 waiting", m.counts)
+	require.Equal(t, "r3", m.queue[2].id, "and it is listed with the waiting runs, after the running ones")
 
 	// A DAG with one branch running and another waiting is running.
 	both := stages(engine.Succeeded, engine.Running, engine.Queued)

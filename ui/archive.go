@@ -42,6 +42,15 @@ var archiveHeaders = [archiveCols]string{"", "ID", "Template", "State", "Created
 // archiveWidths are the columns' widths, in points.
 var archiveWidths = [archiveCols]float32{36, 215, 140, 110, 150, 90, 250}
 
+// idColumnWidth fits a whole run ID ("20261202-171933-ccccef"), indented
+// under its sweep's header, in the monospace font: the runs of a sweep
+// share the ID's start and differ only in its end, so a truncated ID
+// tells them apart no more.
+func idColumnWidth() float32 {
+	text := fyne.MeasureText("  00000000-000000-000000", theme.TextSize(), fyne.TextStyle{Monospace: true})
+	return float32(math.Ceil(float64(text.Width + 2*theme.InnerPadding() + theme.Padding())))
+}
+
 // allTemplates is the template filter's "no filter" choice.
 const allTemplates = "all templates"
 
@@ -581,6 +590,9 @@ type ArchiveView struct {
 	compareView *compareView
 	// deleted, when set, receives the outcome of each delete.
 	deleted chan error
+	// read is set once a read of the archive came back: until then the
+	// status says it is reading, not "0 of 0 runs".
+	read bool
 	// reloaded, when set, is signalled after each Reload (for tests).
 	reloaded chan struct{}
 	// loadCompare reads and draws a compare view's curves; in the
@@ -616,6 +628,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	for c, w := range archiveWidths {
 		v.table.SetColumnWidth(c, w)
 	}
+	v.table.SetColumnWidth(colID, idColumnWidth())
 	v.table.OnSelected = func(id widget.TableCellID) {
 		v.table.UnselectAll()
 		if g, ok := v.model.groupAt(id.Row); ok {
@@ -722,6 +735,7 @@ func (v *ArchiveView) reloadSoon(ctx context.Context) {
 
 // show puts runs in the table (on Fyne's thread).
 func (v *ArchiveView) show(all []engine.ArchiveEntry, now time.Time) {
+	v.read = true
 	v.model.set(all, now)
 	v.tmplSel.Options = v.model.templates()
 	v.tmplSel.Refresh()
@@ -843,6 +857,10 @@ func (v *ArchiveView) updateButtons() {
 		v.delete.Enable()
 	} else {
 		v.delete.Disable()
+	}
+	if !v.read {
+		v.status.SetText("Reading the archive…")
+		return
 	}
 	msg := fmt.Sprintf("%d of %d runs", len(v.model.rows), len(v.model.all))
 	if n > 0 {

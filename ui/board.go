@@ -61,6 +61,7 @@ type queueItem struct {
 	stages       []engine.StageInfo
 	detail       string  // the shepherd's reason for a waiting run; elapsed and objective for a running one
 	waits        bool    // a running run whose next stage waits for GPUs
+	idle         bool    // and none of its stages runs: it waits, to the user
 	params       string  // the parameters that tell it apart (within its sweep)
 	progress     float64 // 0..1 when the workload reports its total steps, else -1
 	anomalies    int
@@ -99,7 +100,6 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 			waiting++
 			it.detail = waitReason(r, now)
 		} else {
-			running++
 			parts := []string{"running " + elapsedText(r, now)}
 			if p, text, ok := progressOf(last[r.ID]); ok {
 				it.progress = p
@@ -113,6 +113,15 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 				it.waits = true
 			}
 			it.detail = strings.Join(parts, " · ")
+			// The engine calls a run running from its first stage on;
+			// one with no stage running and the next waiting for a GPU
+			// is waiting to the user, and the count says so.
+			if it.waits && !stageRunning(r) {
+				it.idle = true
+				waiting++
+			} else {
+				running++
+			}
 		}
 		for _, a := range anomalies[r.ID] {
 			if strings.HasPrefix(a.Kind, "action_") {
@@ -125,14 +134,27 @@ func buildBoard(snap gpumon.Snapshot, runs []engine.RunInfo, last map[string][]e
 		}
 		m.queue = append(m.queue, it)
 	}
+	// Running first, then waiting (a run between stages waiting for a
+	// GPU too, as the count says).
+	active := func(it queueItem) bool { return it.state == engine.Running && !it.idle }
 	sort.SliceStable(m.queue, func(i, j int) bool {
-		if (m.queue[i].state == engine.Running) != (m.queue[j].state == engine.Running) {
-			return m.queue[i].state == engine.Running
+		if active(m.queue[i]) != active(m.queue[j]) {
+			return active(m.queue[i])
 		}
 		return false
 	})
 	m.counts = fmt.Sprintf("%d running · %d waiting", running, waiting)
 	return m
+}
+
+// stageRunning reports whether any of a run's stages is running now.
+func stageRunning(r engine.RunInfo) bool {
+	for _, s := range r.Stages {
+		if s.State == engine.Running {
+			return true
+		}
+	}
+	return false
 }
 
 // totalKey is the metric a workload reports its total number of steps

@@ -34,7 +34,8 @@ func readETAs(ctx context.Context, b Backend, m *boardModel) map[string]predict.
 
 // addETAs puts each run's ETA on its line: "ETA 14 min, from 9 earlier
 // runs" for a running run, how long it will run once placed for a waiting
-// one.
+// one (a running run with no stage running, its next waiting for a GPU,
+// too: it is not nearly done, whatever the ETA of its stages says).
 func addETAs(m *boardModel, etas map[string]predict.Estimate) {
 	for i := range m.queue {
 		e, ok := etas[m.queue[i].id]
@@ -42,7 +43,7 @@ func addETAs(m *boardModel, etas map[string]predict.Estimate) {
 			continue
 		}
 		it := &m.queue[i]
-		if it.state == engine.Running {
+		if it.state == engine.Running && !it.idle {
 			it.detail += " · ETA " + e.String()
 		} else {
 			it.detail += " · then runs about " + e.String()

@@ -94,6 +94,10 @@ type MainView struct {
 	all      []engine.RunInfo // every run read
 	folded   map[string]bool  // sweeps whose runs are hidden under their header
 	selected string
+	// syncing is set while keepHighlight moves the list's highlight to
+	// the open run's row (on Fyne's thread), so that is not taken for a
+	// click.
+	syncing  bool
 	query    *keyEntry      // search: template, ID or parameter text
 	stateSel *widget.Select // filter by state
 	metric   string         // the curve the user picked, "stage/key"
@@ -154,6 +158,9 @@ func NewMainView(b Backend, win fyne.Window) *MainView {
 	}
 	v.list = widget.NewList(v.listLen, newRunRow, v.updateRow)
 	v.list.OnSelected = func(i widget.ListItemID) {
+		if v.syncing {
+			return // keepHighlight moving the highlight, not a click
+		}
 		v.mu.Lock()
 		var it runsItem
 		if i < len(v.rows) {
@@ -434,6 +441,31 @@ func (v *MainView) refilter() {
 	v.rows = groupRuns(v.runs, v.folded)
 	v.mu.Unlock()
 	v.list.Refresh()
+	v.keepHighlight()
+}
+
+// keepHighlight puts the list's highlight on the open run's row. The list
+// remembers a row, not a run: when a new run comes on top or a sweep
+// above folds, the rows shift, and the highlight would sit on another run
+// than the one shown, and a click on that row would do nothing (the list
+// takes it for the row already picked).
+func (v *MainView) keepHighlight() {
+	v.mu.Lock()
+	id := v.selected
+	v.mu.Unlock()
+	row := -1
+	if id != "" {
+		row = v.rowOf(id)
+	}
+	if row < 0 {
+		v.list.UnselectAll() // folded away or filtered out: the detail stays
+		return
+	}
+	off := v.list.GetScrollOffset() // Select scrolls to the row; the user's place is kept
+	v.syncing = true
+	v.list.Select(row)
+	v.syncing = false
+	v.list.ScrollToOffset(off)
 }
 
 // filterRuns keeps the runs whose template, ID or "name=value" parameters

@@ -80,19 +80,25 @@ func newParamField(t *template.Template, p template.Param, initial string, chang
 		f.multi = container.NewStack(f.sweepEntry)
 	}
 	f.multi.Hide()
+	name := widget.NewLabelWithStyle(p.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	help := widget.NewLabel(describeParam(p))
 	f.sweep = newKeyCheck("sweep", func(on bool) {
 		if on {
 			f.single.Hide()
 			f.multi.Show()
 			f.seedSweep()
+			// The values box starts with the current value, which hides
+			// its placeholder: the help line says how to write several.
+			if f.sweepEntry != nil {
+				help.SetText("several " + f.sweepEntry.PlaceHolder + " · " + describeParam(p))
+			}
 		} else {
 			f.multi.Hide()
 			f.single.Show()
+			help.SetText(describeParam(p))
 		}
 		f.edited()
 	})
-	name := widget.NewLabelWithStyle(p.Name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	help := widget.NewLabel(describeParam(p))
 	help.Importance = widget.LowImportance
 	help.Truncation = fyne.TextTruncateEllipsis
 	left := container.NewGridWrap(fyne.NewSize(130, name.MinSize().Height), name)

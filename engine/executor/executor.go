@@ -37,6 +37,12 @@ type GPU struct {
 	UUID  string
 }
 
+// TokenEnv is the environment variable that carries an attempt's Token
+// into every process of it, on the host and on a Slurm node: what finds
+// the attempt's processes, and what they left behind, when it ends. A
+// backend's own helpers (the log capper) do not carry it.
+const TokenEnv = "NIUMA_ATTEMPT_TOKEN"
+
 // Job is everything a backend needs to start one attempt of one stage. The
 // engine has already expanded the command and assembled the stage contract's
 // environment; a backend only translates it into its own terms.

@@ -3,6 +3,8 @@ package local
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"niuma/engine/executor"
+	"niuma/engine/executor/logcap"
 )
 
 // pollInterval is how often an adopted process (one this process did not
@@ -96,6 +99,9 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 			}
 		case <-t.C:
 			err := syscall.Kill(-pgid, syscall.SIGKILL)
+			// And what left the group (setsid, a double fork) but
+			// carries the attempt's token.
+			reapLeftovers(h.ref.Token)
 			if errors.Is(err, syscall.ESRCH) {
 				return nil
 			}
@@ -146,11 +152,69 @@ func (h *handle) poll() {
 				continue
 			}
 			ex = executor.Exit{Code: -1, Lost: true, Reason: "the process ended while Niuma was away and left no exit status (killed by a signal?)"}
+		} else {
+			reapLeftovers(h.ref.Token)
 		}
 		h.exit = ex
 		close(h.done)
 		return
 	}
+}
+
+// reapLimit bounds how long reapLeftovers goes on killing: a process that keeps
+// starting others with the token as fast as they die is left after it.
+const reapLimit = 5 * time.Second
+
+// reapLeftovers kills, with SIGKILL, every process still carrying the
+// token of an attempt whose command has ended: what it left behind, in its
+// process group or out of it (setsid, a double fork), which a signal to
+// the group cannot reach. Only an attempt whose exit status is known, or
+// that Stop has killed, is reaped, so nothing of a live command is
+// touched; the log cappers carry no token and go on copying. A process that cleared its
+// environment is not found this way; one left in the stage's process
+// group still ends with the group when Stop kills it.
+func reapLeftovers(token string) {
+	deadline := time.Now().Add(reapLimit)
+	for {
+		ps := tokenProcesses(token)
+		if len(ps) == 0 || time.Now().After(deadline) {
+			return
+		}
+		killed := 0
+		for _, p := range ps {
+			if logCapper(p.pid) {
+				continue
+			}
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			killed++
+		}
+		if killed == 0 {
+			return
+		}
+		time.Sleep(groupPollInterval / 10)
+	}
+}
+
+// logCapper reports whether pid is a subshell of the log capper's
+// wrapper (logcap.WrapperName is its $0): a capper not yet exec'd into
+// perl, or the shell capper, which carry the token they were forked with
+// (a process's environ is what it was exec'd with, whatever it unset
+// since). They end once they have copied what is left.
+func logCapper(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	words := bytes.SplitN(b, []byte{0}, 5)
+	return len(words) >= 4 && string(words[1]) == "-c" && string(words[3]) == logcap.WrapperName
+}
+
+// newToken is a token for an attempt the engine gave none: random, so
+// that no other attempt's processes carry it.
+func newToken() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "local-" + hex.EncodeToString(b)
 }
 
 // tokenProc is a live process that carries an attempt's token.

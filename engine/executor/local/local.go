@@ -69,7 +69,7 @@ exit "$code"
 const claimLost = 97
 
 // tokenEnv carries the attempt's token into its processes' environment.
-const tokenEnv = "NIUMA_ATTEMPT_TOKEN"
+const tokenEnv = executor.TokenEnv
 
 // exitFileBlank is what the exit file holds until the shim writes the
 // status over it: room for any status, on a block already allocated.
@@ -104,6 +104,11 @@ type ref struct {
 func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle, error) {
 	if len(job.Argv) == 0 || job.Argv[0] == "" {
 		return nil, errors.New("the stage has an empty command")
+	}
+	if job.Token == "" {
+		// Every attempt carries a token, so that what it leaves behind
+		// is found when it ends (see reapLeftovers).
+		job.Token = newToken()
 	}
 	env := environ(job)
 	if err := findCommand(job.Argv[0], job.RunDir, env); err != nil {
@@ -170,6 +175,13 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	}
 	go func() {
 		err := cmd.Wait()
+		if _, ended := readExitFile(exitFile); ended {
+			// The command ended (the shim recorded how): what still
+			// carries the token is what it left behind. Without a
+			// status the wrapper was killed from outside, and the
+			// command may live on; Stop reaps after its SIGKILL.
+			reapLeftovers(job.Token)
+		}
 		logs.Wait(logGrace)
 		h.exit = exitFromWait(cmd.ProcessState, err, exitFile)
 		close(h.done)
@@ -236,6 +248,7 @@ func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string
 	h := &handle{ref: r, done: make(chan struct{}), adopted: true}
 	if !r.alive() {
 		if ex, ok := readExitFile(r.ExitFile); ok {
+			reapLeftovers(r.Token)
 			h.exit = ex
 			close(h.done)
 			return h, nil

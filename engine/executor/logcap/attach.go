@@ -6,7 +6,15 @@ import (
 	"os/exec"
 	"strconv"
 	"time"
+
+	"niuma/engine/executor"
 )
+
+// WrapperName is the wrapper shell's $0: its fourth word on its command
+// line, and that of every subshell it forks, the cappers among them until
+// they exec perl (which then carries no token). It tells a capper from
+// what a command left behind.
+const WrapperName = "niuma-logs"
 
 // capScript runs "$@" (the attempt's shim) with its stdout and stderr going
 // through a capper, into the log files. The file descriptors it gets (see
@@ -41,6 +49,10 @@ import (
 // subshell of the wrapper, its arguments the wrapper's, rather than by a
 // second shell: one exec less for every stage.
 //
+// The cappers do not carry the attempt's token (executor.TokenEnv): what
+// carries it once the command has ended is something the command left
+// behind, and is killed; the cappers go on until they have copied the rest.
+//
 // The wrapper then waits for the shim only, in the foreground (see the
 // shim on why), and exits with its status. A process the command left
 // behind may hold the pipes open: the capper then goes on, but the attempt
@@ -53,10 +65,10 @@ capped() {
 }
 trap '' TERM INT HUP
 if command -v perl >/dev/null 2>&1; then
-	(exec >/dev/null 2>&1 8>&-; exec perl -e "$capper" "$cap" "$ob" "$oa" "$eb" "$ea" "$oc" "$ec") &
+	(unset ` + executor.TokenEnv + `; exec >/dev/null 2>&1 8>&-; exec perl -e "$capper" "$cap" "$ob" "$oa" "$eb" "$ea" "$oc" "$ec") &
 else
-	(exec <&3 >&5 2>/dev/null 3<&- 4<&- 5>&- 6>&- 8>&-; capped "$ob" "$oa") &
-	(exec <&4 >&6 2>/dev/null 3<&- 4<&- 5>&- 6>&- 8>&-; capped "$eb" "$ea") &
+	(unset ` + executor.TokenEnv + `; exec <&3 >&5 2>/dev/null 3<&- 4<&- 5>&- 6>&- 8>&-; capped "$ob" "$oa") &
+	(unset ` + executor.TokenEnv + `; exec <&4 >&6 2>/dev/null 3<&- 4<&- 5>&- 6>&- 8>&-; capped "$eb" "$ea") &
 fi
 trap : TERM INT HUP
 if [ -n "$script" ]; then
@@ -139,7 +151,7 @@ func Attach(cmd *exec.Cmd, limit int64, stdout, stderr *os.File) (*Capped, error
 	eb, ea := noticeParts("stderr", limit)
 	// The shell runs capScript, which runs the original command line:
 	// a shell script in a subshell, anything else as "$@".
-	args := []string{cmd.Args[0], "-c", capScript, "niuma-logs", strconv.FormatInt(limit, 10), ob, oa, eb, ea,
+	args := []string{cmd.Args[0], "-c", capScript, WrapperName, strconv.FormatInt(limit, 10), ob, oa, eb, ea,
 		CutNotice("stdout", limit), CutNotice("stderr", limit), perlCapper}
 	if len(cmd.Args) >= 4 && cmd.Args[1] == "-c" {
 		args = append(append(args, cmd.Args[2]), cmd.Args[4:]...)

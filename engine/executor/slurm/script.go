@@ -247,7 +247,7 @@ func buildSubmission(job executor.Job, q Queue, signalGrace time.Duration, extra
 // tokenEnv carries the attempt's token into the environment of the
 // shim, the command and everything the command starts: the local
 // executor's variable, so a stage sees one contract on both.
-const tokenEnv = "NIUMA_ATTEMPT_TOKEN"
+const tokenEnv = executor.TokenEnv
 
 // batchBody and batchTail surround the command's argv. The shim is the
 // local executor's: the command runs in the foreground of a shell that

@@ -63,7 +63,7 @@ func (e *Engine) request(lr *liveRun, ls *liveStage) shepherd.Request {
 func (e *Engine) placements() []shepherd.Running {
 	var out []shepherd.Running
 	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
+		for ls := range lr.running { // only a running stage holds anything
 			if ls.place.held != nil {
 				out = append(out, *ls.place.held)
 			}
@@ -127,7 +127,7 @@ func (e *Engine) inventory(ctx context.Context) shepherd.Inventory {
 		}
 	}
 	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
+		for ls := range lr.running {
 			for _, g := range ls.gpus {
 				reserve(&inv, g.UUID, max(0, ls.st.GPUMemoryMiB-visible[g.UUID+" "+stageKey(lr, ls)]))
 			}
@@ -151,7 +151,7 @@ func reserve(inv *shepherd.Inventory, uuid string, mib int64) {
 // seen by the next owner.
 func (e *Engine) preempt(ctx context.Context, key, why string) {
 	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
+		for _, ls := range lr.runningStages() {
 			if stageKey(lr, ls) != key || ls.st.State != storage.StageRunning || ls.handle == nil {
 				continue // not started yet: a later pass asks again
 			}

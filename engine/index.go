@@ -79,7 +79,7 @@ func (lr *liveRun) consider(ls *liveStage) {
 			return // the end of that need considers it again
 		}
 	}
-	ls.inReady = true
+	ls.inReady, ls.readyAt = true, len(lr.ready)
 	lr.ready = append(lr.ready, ls)
 	lr.readySorted = len(lr.ready) < 2 || (lr.readySorted && lr.ready[len(lr.ready)-2].index < ls.index)
 }
@@ -91,11 +91,30 @@ func (lr *liveRun) consider(ls *liveStage) {
 // the pass makes ready (the dependents of a stage skipped) are appended,
 // and seen by the same pass, as a walk over all stages in order saw them.
 func (lr *liveRun) tidyReady() {
-	lr.ready = slices.DeleteFunc(lr.ready, func(ls *liveStage) bool { return !ls.inReady })
+	kept := lr.ready[:0]
+	for i, ls := range lr.ready {
+		if lr.isReady(i) {
+			kept = append(kept, ls)
+		}
+	}
+	clear(lr.ready[len(kept):])
+	lr.ready = kept
 	if !lr.readySorted {
 		slices.SortFunc(lr.ready, func(a, b *liveStage) int { return a.index - b.index })
 		lr.readySorted = true
 	}
+	for i, ls := range lr.ready {
+		ls.readyAt = i
+	}
+}
+
+// isReady says whether the entry at i of lr.ready stands for its stage: a
+// stage that left the set and came back (it ran, and was queued again for
+// a retry) before a pass tidied the set has an old entry as well, which
+// must not be seen, or the stage would be started twice.
+func (lr *liveRun) isReady(i int) bool {
+	ls := lr.ready[i]
+	return ls.inReady && ls.readyAt == i
 }
 
 // runningStages is the running set in the run's topological order (for

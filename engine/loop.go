@@ -58,6 +58,7 @@ type liveStage struct {
 	index      int          // position in liveRun.stages
 	dependents []*liveStage // the stages that need this one
 	inReady    bool         // in liveRun.ready
+	readyAt    int          // where in liveRun.ready, while inReady
 }
 
 func (lr *liveRun) stage(name string) *liveStage { return lr.byName[name] }
@@ -107,8 +108,14 @@ func (e *Engine) Drive(ctx context.Context) error {
 	close(e.ready)
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
+	e.dirty = true
 	for {
-		e.reconcile(ctx)
+		if e.dirty {
+			// What the pass itself changes it has decided on already
+			// (a skip's dependents are seen by the same pass).
+			e.reconcile(ctx)
+			e.dirty = false
+		}
 		e.active.Store(int64(len(e.runs)))
 		select {
 		case <-ctx.Done():
@@ -119,8 +126,10 @@ func (e *Engine) Drive(ctx context.Context) error {
 			}
 			e.handle(ctx, r)
 		case <-e.wake:
+			e.dirty = true
 			e.sync(ctx)
 		case <-tick.C:
+			e.dirty = true
 			e.retryUnrecorded(ctx)
 			e.resolveAgain(ctx)
 			e.sync(ctx)
@@ -364,7 +373,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 		lr.tidyReady()
 		for i := 0; i < len(lr.ready); i++ {
 			ls := lr.ready[i]
-			if !ls.inReady || ls.st.State != storage.StageQueued {
+			if !lr.isReady(i) || ls.st.State != storage.StageQueued {
 				continue
 			}
 			ok, blocked := needsMet(lr, ls)
@@ -388,6 +397,11 @@ func (e *Engine) reconcile(ctx context.Context) {
 			queue = append(queue, e.request(lr, ls))
 		}
 	}
+	// A reason whose words alone change ("3 runs ahead" becoming "2 runs
+	// ahead") is written at most every reasonRefresh, and, in a long
+	// queue, at most maxWordWrites times a second in all: otherwise the
+	// 10,000 waiting stages of a wide DAG are each written every second.
+	e.wordsEvery = max(reasonRefresh, time.Duration(len(queue))*time.Second/maxWordWrites)
 	if len(queue) > 0 {
 		// One pass of the policy over everything ready, so that priority,
 		// reservations and backfill see the whole queue at once.

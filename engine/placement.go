@@ -27,6 +27,10 @@ type placement struct {
 // waiting stage at every pass. A new code is written at once.
 const reasonRefresh = time.Second
 
+// maxWordWrites bounds how many waiting stages a second have their reason
+// written again for new words only (a new code is written at once).
+const maxWordWrites = 200
+
 // WaitPreempted is the code of a stage whose attempt was preempted, until
 // the shepherd's next pass says why it waits.
 const WaitPreempted = "preempted"
@@ -191,7 +195,7 @@ func (e *Engine) waitFor(ctx context.Context, lr *liveRun, ls *liveStage, code, 
 	st, now := &ls.st, time.Now()
 	switch {
 	case st.Reason == text && st.ReasonCode == code:
-	case st.ReasonCode == code && st.Reason != "" && now.Sub(ls.place.reasonSaved) < reasonRefresh:
+	case st.ReasonCode == code && st.Reason != "" && now.Sub(ls.place.reasonSaved) < max(reasonRefresh, e.wordsEvery):
 		// Only the words moved: written at a later pass.
 	default:
 		if e.transition(ctx, lr, ls, evWait{why: text, code: code}) == nil {

@@ -120,7 +120,7 @@ func (e *Engine) onAnomaly(ctx context.Context, a sentinel.Anomaly) {
 			if a.Run != "" && lr.run.ID != a.Run {
 				continue
 			}
-			for _, ls := range lr.stages {
+			for _, ls := range lr.runningStages() {
 				if ls.st.State != storage.StageRunning || !holds(ls, a.GPU) {
 					continue
 				}

@@ -91,6 +91,15 @@ type Engine struct {
 	// unrecorded are attempt ends that could not be recorded yet (the
 	// database was full or locked); they are recorded again on each tick.
 	unrecorded []result
+	// dirty says that a reconcile pass may decide something new: a stage
+	// or run changed state (transition sets it), or a tick or a wake came
+	// (time passed, other processes wrote). An attempt's launch or a
+	// reason's new words change nothing a pass decides on, and a wide
+	// DAG's pass costs its whole queue.
+	dirty bool
+	// wordsEvery is how often, at least, a waiting stage's reason is
+	// written again when only its words change (see waitFor).
+	wordsEvery time.Duration
 }
 
 // New returns an engine over a data directory.

@@ -79,15 +79,16 @@ func (e *Engine) learn(ctx context.Context, lr *liveRun) {
 		return
 	}
 	params := numericParams(lr.values)
-	for _, ls := range lr.stages {
-		var d time.Duration
-		for _, a := range attempts {
-			if a.Stage == ls.st.Name && (a.State == storage.AttemptSucceeded || a.State == storage.AttemptPreempted) &&
-				!a.StartedAt.IsZero() && a.FinishedAt.After(a.StartedAt) {
-				d += a.FinishedAt.Sub(a.StartedAt)
-			}
+	// Summed per stage in one walk: a run may have thousands of stages.
+	ran := make(map[string]time.Duration, len(lr.stages))
+	for _, a := range attempts {
+		if (a.State == storage.AttemptSucceeded || a.State == storage.AttemptPreempted) &&
+			!a.StartedAt.IsZero() && a.FinishedAt.After(a.StartedAt) {
+			ran[a.Stage] += a.FinishedAt.Sub(a.StartedAt)
 		}
-		e.pred.Observe(predict.Run{Key: predictKey(lr.run.Template, ls.st.Name), Params: params, Duration: d})
+	}
+	for _, ls := range lr.stages {
+		e.pred.Observe(predict.Run{Key: predictKey(lr.run.Template, ls.st.Name), Params: params, Duration: ran[ls.st.Name]})
 	}
 }
 

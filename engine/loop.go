@@ -25,6 +25,13 @@ type liveRun struct {
 	// byName finds a stage by name: a need is looked up at every pass,
 	// and a run may have thousands of stages.
 	byName map[string]*liveStage
+
+	// The indexes a pass works from (see index.go): kept by transition,
+	// rebuilt by load.
+	ready       []*liveStage // queued, needs settled; may hold stages with inReady false
+	readySorted bool         // ready is in topological order
+	running     map[*liveStage]struct{}
+	done        int // stages succeeded, failed or cancelled
 }
 
 // liveStage is the loop's view of one stage.
@@ -47,6 +54,11 @@ type liveStage struct {
 	// an earlier owner left (its service did not answer); adoption is
 	// tried again on every tick, and the stage stays running meanwhile.
 	unresolved bool
+
+	index      int          // position in liveRun.stages
+	dependents []*liveStage // the stages that need this one
+	inReady    bool         // in liveRun.ready
+	readyAt    int          // where in liveRun.ready, while inReady
 }
 
 func (lr *liveRun) stage(name string) *liveStage { return lr.byName[name] }
@@ -96,8 +108,14 @@ func (e *Engine) Drive(ctx context.Context) error {
 	close(e.ready)
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
+	e.dirty = true
 	for {
-		e.reconcile(ctx)
+		if e.dirty {
+			// What the pass itself changes it has decided on already
+			// (a skip's dependents are seen by the same pass).
+			e.reconcile(ctx)
+			e.dirty = false
+		}
 		e.active.Store(int64(len(e.runs)))
 		select {
 		case <-ctx.Done():
@@ -108,8 +126,10 @@ func (e *Engine) Drive(ctx context.Context) error {
 			}
 			e.handle(ctx, r)
 		case <-e.wake:
+			e.dirty = true
 			e.sync(ctx)
 		case <-tick.C:
+			e.dirty = true
 			e.retryUnrecorded(ctx)
 			e.resolveAgain(ctx)
 			e.sync(ctx)
@@ -262,10 +282,9 @@ func (e *Engine) load(ctx context.Context, r storage.Run) (*liveRun, error) {
 		lr.stages = append(lr.stages, ls)
 		lr.byName[st.Name] = ls
 	}
-	for _, ls := range lr.stages {
-		if ls.st.State == storage.StageRunning {
-			e.adopt(ctx, lr, ls)
-		}
+	lr.indexRun()
+	for _, ls := range lr.runningStages() {
+		e.adopt(ctx, lr, ls)
 	}
 	return lr, nil
 }
@@ -346,8 +365,15 @@ func (e *Engine) reconcile(ctx context.Context) {
 	var ready []candidate
 	var queue []shepherd.Request
 	for _, lr := range sortRuns(e.runs) {
-		for _, ls := range lr.stages {
-			if ls.st.State != storage.StageQueued || lr.run.CancelRequested {
+		if lr.run.CancelRequested {
+			continue
+		}
+		// Only the ready set: a pass costs what may start, not the run.
+		// Indexed, not ranged: a skip appends the stages it makes ready.
+		lr.tidyReady()
+		for i := 0; i < len(lr.ready); i++ {
+			ls := lr.ready[i]
+			if !lr.isReady(i) || ls.st.State != storage.StageQueued {
 				continue
 			}
 			ok, blocked := needsMet(lr, ls)
@@ -371,6 +397,11 @@ func (e *Engine) reconcile(ctx context.Context) {
 			queue = append(queue, e.request(lr, ls))
 		}
 	}
+	// A reason whose words alone change ("3 runs ahead" becoming "2 runs
+	// ahead") is written at most every reasonRefresh, and, in a long
+	// queue, at most maxWordWrites times a second in all: otherwise the
+	// 10,000 waiting stages of a wide DAG are each written every second.
+	e.wordsEvery = max(reasonRefresh, time.Duration(len(queue))*time.Second/maxWordWrites)
 	if len(queue) > 0 {
 		// One pass of the policy over everything ready, so that priority,
 		// reservations and backfill see the whole queue at once.
@@ -394,7 +425,9 @@ func (e *Engine) reconcile(ctx context.Context) {
 		}
 	}
 	for _, lr := range sortRuns(e.runs) {
-		e.complete(ctx, lr)
+		if lr.allDone() {
+			e.complete(ctx, lr)
+		}
 	}
 }
 
@@ -596,7 +629,7 @@ func (e *Engine) requeue(ctx context.Context, lr *liveRun, ls *liveStage, r resu
 // resolve.
 func (e *Engine) resolveAgain(ctx context.Context) {
 	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
+		for _, ls := range lr.runningStages() {
 			if ls.unresolved && ls.st.State == storage.StageRunning {
 				ls.unresolved = false
 				e.adopt(ctx, lr, ls)

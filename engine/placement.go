@@ -27,6 +27,10 @@ type placement struct {
 // waiting stage at every pass. A new code is written at once.
 const reasonRefresh = time.Second
 
+// maxWordWrites bounds how many waiting stages a second have their reason
+// written again for new words only (a new code is written at once).
+const maxWordWrites = 200
+
 // WaitPreempted is the code of a stage whose attempt was preempted, until
 // the shepherd's next pass says why it waits.
 const WaitPreempted = "preempted"
@@ -63,7 +67,7 @@ func (e *Engine) request(lr *liveRun, ls *liveStage) shepherd.Request {
 func (e *Engine) placements() []shepherd.Running {
 	var out []shepherd.Running
 	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
+		for ls := range lr.running { // only a running stage holds anything
 			if ls.place.held != nil {
 				out = append(out, *ls.place.held)
 			}
@@ -127,7 +131,7 @@ func (e *Engine) inventory(ctx context.Context) shepherd.Inventory {
 		}
 	}
 	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
+		for ls := range lr.running {
 			for _, g := range ls.gpus {
 				reserve(&inv, g.UUID, max(0, ls.st.GPUMemoryMiB-visible[g.UUID+" "+stageKey(lr, ls)]))
 			}
@@ -151,7 +155,7 @@ func reserve(inv *shepherd.Inventory, uuid string, mib int64) {
 // seen by the next owner.
 func (e *Engine) preempt(ctx context.Context, key, why string) {
 	for _, lr := range e.runs {
-		for _, ls := range lr.stages {
+		for _, ls := range lr.runningStages() {
 			if stageKey(lr, ls) != key || ls.st.State != storage.StageRunning || ls.handle == nil {
 				continue // not started yet: a later pass asks again
 			}
@@ -191,7 +195,7 @@ func (e *Engine) waitFor(ctx context.Context, lr *liveRun, ls *liveStage, code, 
 	st, now := &ls.st, time.Now()
 	switch {
 	case st.Reason == text && st.ReasonCode == code:
-	case st.ReasonCode == code && st.Reason != "" && now.Sub(ls.place.reasonSaved) < reasonRefresh:
+	case st.ReasonCode == code && st.Reason != "" && now.Sub(ls.place.reasonSaved) < max(reasonRefresh, e.wordsEvery):
 		// Only the words moved: written at a later pass.
 	default:
 		if e.transition(ctx, lr, ls, evWait{why: text, code: code}) == nil {

@@ -163,8 +163,12 @@ func (e *Engine) transition(ctx context.Context, lr *liveRun, ls *liveStage, ev 
 	}
 	lr.run = run
 	if ls != nil {
+		prev := ls.st.State
 		ls.st, ls.attempt = st, a
+		lr.track(ls, prev) // the loop's indexes follow the committed state
+		e.dirty = e.dirty || prev != st.State
 	}
+	e.dirty = e.dirty || runChanged
 	if stageChanged {
 		e.events.Publish(Event{Kind: StageChanged, RunID: run.ID, Stage: st.Name, State: State(st.State), Reason: st.Reason})
 	}

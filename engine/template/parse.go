@@ -61,6 +61,7 @@ func Parse(source string, data []byte) (*Template, error) {
 	}
 	t.Source = source
 	t.YAML = bytes.Clone(data)
+	t.indexStages()
 	return t, nil
 }
 

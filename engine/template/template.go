@@ -161,6 +161,12 @@ type Template struct {
 	Source string // file path or "bundled:NAME", used in error messages
 	Dir    string // directory the template came from ("" for in-memory); ${code} expands to it
 	YAML   []byte // the original text
+
+	// stageAt is where each stage is in Stages, as Parse left them: the
+	// engine looks a stage up by name at every start, and a template may
+	// have thousands. Stage checks it against Stages, so a template built
+	// or changed by hand is still answered right.
+	stageAt map[string]int
 }
 
 // ParseFile reads and parses the template at path. Errors name path as the
@@ -194,6 +200,9 @@ func (t *Template) Param(name string) (Param, bool) {
 
 // Stage returns the stage called name.
 func (t *Template) Stage(name string) (Stage, bool) {
+	if i, ok := t.stageAt[name]; ok && i < len(t.Stages) && t.Stages[i].Name == name {
+		return t.Stages[i], true
+	}
 	for _, s := range t.Stages {
 		if s.Name == name {
 			return s, true
@@ -316,4 +325,13 @@ func (h *indexHeap) pop() int {
 	}
 	*h = a
 	return top
+}
+
+// indexStages fills stageAt; Parse calls it once the template is whole,
+// and nothing writes it after, so concurrent readers need no lock.
+func (t *Template) indexStages() {
+	t.stageAt = make(map[string]int, len(t.Stages))
+	for i, s := range t.Stages {
+		t.stageAt[s.Name] = i
+	}
 }

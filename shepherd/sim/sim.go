@@ -85,6 +85,7 @@ func Replay(jobs []Job, cfg Config) Report {
 type hooks struct {
 	request func(t float64, j *Job, r shepherd.Request)
 	learn   func(t float64, r predict.Run)
+	pass    func(st shepherd.State) // the State of every pass, before it runs (buffers reused: copy to keep)
 }
 
 // replay is Replay, telling hooks what it does.
@@ -340,7 +341,11 @@ func (s *state) schedule() {
 			}
 		}
 		s.rep.Passes++
-		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true})
+		st := shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true}
+		if s.hooks.pass != nil {
+			s.hooks.pass(st)
+		}
+		ds := s.sched.Schedule(st)
 		var victims []string
 		var touched []int
 		keep := 0

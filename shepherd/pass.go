@@ -50,6 +50,7 @@ type pass struct {
 	sHosts            []HostSlot
 	ends              []ending
 	hostGPUFree       []int64
+	text              []byte // the wait reason being composed
 }
 
 // ending is a running placement and when it is expected to end.
@@ -695,13 +696,27 @@ func (ps *pass) wait(d *Decision, req *Request, ahead int, si *shapeInfo) {
 			ps.blockers(r, req)
 		}
 		gang := ps.p.Gang && req.GPUs > 1 && req.GPUs <= ps.maxGroup && ps.groups > 1
-		r.Text = r.body(gang)
+		// The sentence is composed in one buffer and made a string once;
+		// the body the shape keeps is a prefix of it.
+		buf := r.appendBody(ps.text[:0], gang)
+		n := len(buf)
+		r.Preempting, r.Reserved, r.ReservedFrom, r.Ahead = preempting, reserved, from, ahead
+		buf = appendPosition(r.appendAction(buf), ahead)
+		ps.text = buf
+		r.Text = string(buf)
+		d.Wait = r.Text
 		if si != nil {
 			si.why, si.whyVer, si.whyBeforeRes = *r, ps.ver, beforeRes
+			si.why.Text = r.Text[:n]
+			si.why.Preempting, si.why.Reserved, si.why.ReservedFrom, si.why.Ahead = nil, nil, time.Time{}, 0
 		}
+		return
 	}
 	r.Preempting, r.Reserved, r.ReservedFrom, r.Ahead = preempting, reserved, from, ahead
-	r.Text += r.action() + position(ahead)
+	buf := append(ps.text[:0], r.Text...)
+	buf = appendPosition(r.appendAction(buf), ahead)
+	ps.text = buf
+	r.Text = string(buf)
 	d.Wait = r.Text
 }
 

@@ -51,6 +51,14 @@ type pass struct {
 	ends              []ending
 	hostGPUFree       []int64
 	text              []byte // the wait reason being composed
+	// Per-pass figures of wait reasons, worked out once: the largest free
+	// memory (as of version lfVer), the most memory of one GPU, the
+	// never-fits details, and each slot's "too hot" words.
+	lf                     Reason
+	lfVer                  int
+	most                   int64
+	detailGPUs, detailHost string
+	hotWords               []string
 }
 
 // ending is a running placement and when it is expected to end.
@@ -92,6 +100,12 @@ func (ps *pass) reset(p *Policy, st *State) {
 			}
 		}
 	}
+	ps.lfVer, ps.most, ps.detailGPUs, ps.detailHost = -1, 0, "", ""
+	for i := range ps.slots {
+		ps.most = max(ps.most, ps.slots[i].TotalMiB, ps.slots[i].FreeMiB)
+	}
+	ps.hotWords = grow(ps.hotWords, len(ps.slots))
+	clear(ps.hotWords)
 	ps.minNeed = 1<<63 - 1
 	for i := range st.Queue {
 		q := &st.Queue[i]
@@ -732,16 +746,14 @@ func (ps *pass) endsBeforeReservations(req *Request) bool {
 
 // neverFits fills r when this machine could not hold req even empty.
 func (ps *pass) neverFits(r *Reason, req *Request) bool {
-	var most int64
-	for _, s := range ps.slots {
-		most = max(most, s.TotalMiB, s.FreeMiB)
-	}
 	switch {
-	case req.GPUs > ps.maxHost || req.MemPerGPUMiB > most:
-		r.Detail = fmt.Sprintf("%d usable GPU(s), at most %s each", ps.maxHost, mib(most))
+	case req.GPUs > ps.maxHost || req.MemPerGPUMiB > ps.most:
+		if ps.detailGPUs == "" {
+			ps.detailGPUs = fmt.Sprintf("%d usable GPU(s), at most %s each", ps.maxHost, mib(ps.most))
+		}
+		r.Detail = ps.detailGPUs
 	case !ps.anyHostHolds(req):
-		h := ps.hosts[0]
-		r.Detail = fmt.Sprintf("%s CPUs and %s of memory for stages", cpus(h.CPUMilli), mib(h.MemMiB))
+		r.Detail = ps.hostDetail()
 	default:
 		return false
 	}
@@ -750,16 +762,35 @@ func (ps *pass) neverFits(r *Reason, req *Request) bool {
 	return true
 }
 
+// hostDetail is what a request that no host could ever hold is told.
+func (ps *pass) hostDetail() string {
+	if ps.detailHost == "" {
+		h := ps.hosts[0]
+		ps.detailHost = fmt.Sprintf("%s CPUs and %s of memory for stages", cpus(h.CPUMilli), mib(h.MemMiB))
+	}
+	return ps.detailHost
+}
+
 // largestFree fills r with the most free memory on one healthy GPU, the
-// figure a message about memory speaks of.
+// figure a message about memory speaks of. It changes only when a GPU
+// does (ps.ver).
 func (ps *pass) largestFree(r *Reason) {
-	for _, s := range ps.slots {
-		if s.Healthy && (r.LargestFreeGPU < 0 || s.Free > r.LargestFreeMiB) {
-			r.LargestFreeMiB, r.LargestFreeGPU, r.LargestFreeOn = s.Free, s.Index, s.Label
-			if s.Label == "" {
-				r.LargestFreeOn = "GPU " + strconv.Itoa(s.Index)
+	if ps.lfVer != ps.ver {
+		ps.lfVer = ps.ver
+		lf := &ps.lf
+		lf.LargestFreeMiB, lf.LargestFreeGPU, lf.LargestFreeOn = 0, -1, ""
+		for i := range ps.slots {
+			s := &ps.slots[i]
+			if s.Healthy && (lf.LargestFreeGPU < 0 || s.Free > lf.LargestFreeMiB) {
+				lf.LargestFreeMiB, lf.LargestFreeGPU, lf.LargestFreeOn = s.Free, s.Index, s.Label
 			}
 		}
+		if lf.LargestFreeGPU >= 0 && lf.LargestFreeOn == "" {
+			lf.LargestFreeOn = "GPU " + strconv.Itoa(lf.LargestFreeGPU)
+		}
+	}
+	if ps.lf.LargestFreeGPU >= 0 {
+		r.LargestFreeMiB, r.LargestFreeGPU, r.LargestFreeOn = ps.lf.LargestFreeMiB, ps.lf.LargestFreeGPU, ps.lf.LargestFreeOn
 	}
 }
 
@@ -778,8 +809,7 @@ func (ps *pass) anyHostHolds(req *Request) bool {
 func (ps *pass) hostReason(r *Reason, req *Request, at int) {
 	if !ps.anyHostHolds(req) {
 		r.Code = WaitNeverFits
-		h := ps.hosts[0]
-		r.Detail = fmt.Sprintf("%s CPUs and %s of memory for stages", cpus(h.CPUMilli), mib(h.MemMiB))
+		r.Detail = ps.hostDetail()
 		return
 	}
 	if at < 0 {
@@ -808,10 +838,19 @@ var causeOrderArr = [...]ReasonCode{WaitGPUMemory, WaitReserved, WaitGPUBusy, Wa
 var causeOrder = causeOrderArr[:]
 
 func causeIndex(c ReasonCode) int {
-	for k, o := range causeOrderArr {
-		if o == c {
-			return k
-		}
+	switch c { // as causeOrderArr
+	case WaitReserved:
+		return 1
+	case WaitGPUBusy:
+		return 2
+	case WaitCPU:
+		return 3
+	case WaitHostMemory:
+		return 4
+	case WaitGPUHot:
+		return 5
+	case WaitGPUUnhealthy:
+		return 6
 	}
 	return 0
 }
@@ -826,7 +865,8 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 	var count [len(causeOrderArr)]int
 	hostAt := -1
 	ps.largestFree(r)
-	for i, s := range ps.slots {
+	for i := range ps.slots {
+		s := &ps.slots[i]
 		st := ps.status[i]
 		if st.IsSuccess() {
 			r.Fit++
@@ -842,7 +882,10 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 		}
 		words := st.Reason
 		if st.Cause == WaitGPUHot {
-			words = fmt.Sprintf("too hot (%.0f °C)", s.TempC)
+			if ps.hotWords[i] == "" {
+				ps.hotWords[i] = fmt.Sprintf("too hot (%.0f °C)", s.TempC)
+			}
+			words = ps.hotWords[i]
 		}
 		k := slices.IndexFunc(r.Refusals, func(f Refusal) bool { return f.Words == words })
 		if k < 0 {

@@ -50,7 +50,10 @@ type pass struct {
 	sHosts            []HostSlot
 	ends              []ending
 	hostGPUFree       []int64
-	text              []byte // the wait reason being composed
+	text              []byte   // the wait reason being composed
+	whys              []Reason // the shapes' reasons (shapeInfo.why)
+	refs, refArena    []Refusal
+	blockC, mainC     Cycle // blockers' and the pass loop's (not to escape per request)
 	// Per-pass figures of wait reasons, worked out once: the largest free
 	// memory (as of version lfVer), the most memory of one GPU, the
 	// never-fits details, and each slot's "too hot" words.
@@ -101,6 +104,8 @@ func (ps *pass) reset(p *Policy, st *State) {
 		}
 	}
 	ps.lfVer, ps.most, ps.detailGPUs, ps.detailHost = -1, 0, "", ""
+	clear(ps.whys)
+	ps.whys, ps.refArena = ps.whys[:0], nil
 	for i := range ps.slots {
 		ps.most = max(ps.most, ps.slots[i].TotalMiB, ps.slots[i].FreeMiB)
 	}
@@ -697,8 +702,8 @@ func (ps *pass) wait(d *Decision, req *Request, ahead int, si *shapeInfo) {
 	r := &d.Reason
 	preempting, reserved, from := r.Preempting, r.Reserved, r.ReservedFrom
 	beforeRes := ps.endsBeforeReservations(req)
-	if si != nil && si.whyVer == ps.ver && si.whyBeforeRes == beforeRes {
-		*r = si.why
+	if si != nil && si.why > 0 && si.whyVer == ps.ver && si.whyBeforeRes == beforeRes {
+		*r = ps.whys[si.why-1]
 	} else {
 		*r = Reason{NeedGPUs: req.GPUs, NeedMiB: req.MemPerGPUMiB, NeedCPUMilli: req.CPUMilli, NeedMemMiB: req.MemMiB, LargestFreeGPU: -1}
 		switch {
@@ -720,9 +725,14 @@ func (ps *pass) wait(d *Decision, req *Request, ahead int, si *shapeInfo) {
 		r.Text = string(buf)
 		d.Wait = r.Text
 		if si != nil {
-			si.why, si.whyVer, si.whyBeforeRes = *r, ps.ver, beforeRes
-			si.why.Text = r.Text[:n]
-			si.why.Preempting, si.why.Reserved, si.why.ReservedFrom, si.why.Ahead = nil, nil, time.Time{}, 0
+			if si.why == 0 {
+				ps.whys = append(ps.whys, Reason{})
+				si.why = int32(len(ps.whys))
+			}
+			why := &ps.whys[si.why-1]
+			*why, si.whyVer, si.whyBeforeRes = *r, ps.ver, beforeRes
+			why.Text = r.Text[:n]
+			why.Preempting, why.Reserved, why.ReservedFrom, why.Ahead = nil, nil, time.Time{}, 0
 		}
 		return
 	}
@@ -855,15 +865,32 @@ func causeIndex(c ReasonCode) int {
 	return 0
 }
 
+// keepRefusals copies refs into the pass's arena, where the reasons of a
+// pass share a few allocations; nil when there are none. Chunks are never
+// written again once handed out (a new pass starts new ones).
+func (ps *pass) keepRefusals(refs []Refusal) []Refusal {
+	n := len(refs)
+	if n == 0 {
+		return nil
+	}
+	if len(ps.refArena)+n > cap(ps.refArena) {
+		ps.refArena = make([]Refusal, 0, max(256, n))
+	}
+	k := len(ps.refArena)
+	ps.refArena = append(ps.refArena, refs...)
+	return ps.refArena[k : k+n : k+n]
+}
+
 // blockers fills r with why the GPUs refuse req now: the largest free
 // memory, how many GPUs fit, and how many each filter refused.
 func (ps *pass) blockers(r *Reason, req *Request) {
 	if ps.lastFit != req {
-		c := ps.cycle(req)
-		ps.fit(&c, ps.slots, ps.hosts, true)
+		ps.blockC = ps.cycle(req)
+		ps.fit(&ps.blockC, ps.slots, ps.hosts, true)
 	}
 	var count [len(causeOrderArr)]int
 	hostAt := -1
+	refs := ps.refs[:0]
 	ps.largestFree(r)
 	for i := range ps.slots {
 		s := &ps.slots[i]
@@ -887,13 +914,15 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 			}
 			words = ps.hotWords[i]
 		}
-		k := slices.IndexFunc(r.Refusals, func(f Refusal) bool { return f.Words == words })
+		k := slices.IndexFunc(refs, func(f Refusal) bool { return f.Words == words })
 		if k < 0 {
-			r.Refusals = append(r.Refusals, Refusal{Cause: st.Cause, Words: words})
-			k = len(r.Refusals) - 1
+			refs = append(refs, Refusal{Cause: st.Cause, Words: words})
+			k = len(refs) - 1
 		}
-		r.Refusals[k].GPUs++
+		refs[k].GPUs++
 	}
+	ps.refs = refs
+	r.Refusals = ps.keepRefusals(refs)
 	if r.Fit >= req.GPUs {
 		r.Code = WaitGroup
 		return

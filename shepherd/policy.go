@@ -230,18 +230,20 @@ func ByName(name string) (Policy, error) {
 }
 
 // rankKey is a request's place in the queue order.
+// Its fields are laid out to fill one 64-byte cache line (a pass's heap
+// moves keys about many times per request).
 type rankKey struct {
+	// packed holds prio, level, work and gpus in one number that orders
+	// as they do (see pack); exact says it could hold them.
+	packed uint64
+	submit int64
 	i      int
 	prio   int   // aged priority
 	level  int   // attained-service level, lower first
 	work   int64 // estimated GPU-seconds, max when unknown
-	fixed  bool  // with PreemptibleFirst: may not be stopped
 	gpus   int   // with FewerGPUsFirst; 0 otherwise
-	submit int64
 	shape  int32 // index into the pass's shapes
-	// packed holds prio, level, work and gpus in one number that orders
-	// as they do (see pack); exact says it could hold them.
-	packed uint64
+	fixed  bool  // with PreemptibleFirst: may not be stopped
 	exact  bool
 }
 

@@ -228,11 +228,13 @@ func (s *state) enqueue(j *sjob) {
 // the engine builds a ready stage's at every pass: with the predictor's
 // latest answer.
 func (s *state) request(j *sjob, r *shepherd.Request) {
-	var p predict.Source
-	if s.pred != nil {
-		p = s.answer(j.kid)
+	n := NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, nil)
+	if s.pred != nil && s.cfg.Estimates.Mode == "predicted" {
+		// The key's latest answer, as NeedOf would ask it (a predKey
+		// answers whatever the query) without composing the key.
+		n.Predicted = s.answer(j.kid).est
 	}
-	*r = shepherd.Build(NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, p))
+	*r = shepherd.Build(n)
 	if s.hooks.request != nil {
 		s.hooks.request(s.t, &j.Job, *r)
 	}
@@ -352,7 +354,7 @@ func (s *state) schedule() {
 		for i := range ds {
 			d := &ds[i]
 			j := s.queue[i]
-			if !d.Placed() {
+			if d.Wait != "" { // not placed (d.Placed, without copying the decision)
 				victims = append(victims, d.Preempt...)
 				if keep != i {
 					s.queue[keep], s.reqs[keep] = j, s.reqs[i]

@@ -50,6 +50,18 @@ type pass struct {
 	sHosts            []HostSlot
 	ends              []ending
 	hostGPUFree       []int64
+	text              []byte   // the wait reason being composed
+	whys              []Reason // the shapes' reasons (shapeInfo.why)
+	refs, refArena    []Refusal
+	blockC, mainC     Cycle // blockers' and the pass loop's (not to escape per request)
+	// Per-pass figures of wait reasons, worked out once: the largest free
+	// memory (as of version lfVer), the most memory of one GPU, the
+	// never-fits details, and each slot's "too hot" words.
+	lf                     Reason
+	lfVer                  int
+	most                   int64
+	detailGPUs, detailHost string
+	hotWords               []string
 }
 
 // ending is a running placement and when it is expected to end.
@@ -91,6 +103,14 @@ func (ps *pass) reset(p *Policy, st *State) {
 			}
 		}
 	}
+	ps.lfVer, ps.most, ps.detailGPUs, ps.detailHost = -1, 0, "", ""
+	clear(ps.whys)
+	ps.whys, ps.refArena = ps.whys[:0], nil
+	for i := range ps.slots {
+		ps.most = max(ps.most, ps.slots[i].TotalMiB, ps.slots[i].FreeMiB)
+	}
+	ps.hotWords = grow(ps.hotWords, len(ps.slots))
+	clear(ps.hotWords)
 	ps.minNeed = 1<<63 - 1
 	for i := range st.Queue {
 		q := &st.Queue[i]
@@ -682,8 +702,8 @@ func (ps *pass) wait(d *Decision, req *Request, ahead int, si *shapeInfo) {
 	r := &d.Reason
 	preempting, reserved, from := r.Preempting, r.Reserved, r.ReservedFrom
 	beforeRes := ps.endsBeforeReservations(req)
-	if si != nil && si.whyVer == ps.ver && si.whyBeforeRes == beforeRes {
-		*r = si.why
+	if si != nil && si.why > 0 && si.whyVer == ps.ver && si.whyBeforeRes == beforeRes {
+		*r = ps.whys[si.why-1]
 	} else {
 		*r = Reason{NeedGPUs: req.GPUs, NeedMiB: req.MemPerGPUMiB, NeedCPUMilli: req.CPUMilli, NeedMemMiB: req.MemMiB, LargestFreeGPU: -1}
 		switch {
@@ -695,13 +715,32 @@ func (ps *pass) wait(d *Decision, req *Request, ahead int, si *shapeInfo) {
 			ps.blockers(r, req)
 		}
 		gang := ps.p.Gang && req.GPUs > 1 && req.GPUs <= ps.maxGroup && ps.groups > 1
-		r.Text = r.body(gang)
+		// The sentence is composed in one buffer and made a string once;
+		// the body the shape keeps is a prefix of it.
+		buf := r.appendBody(ps.text[:0], gang)
+		n := len(buf)
+		r.Preempting, r.Reserved, r.ReservedFrom, r.Ahead = preempting, reserved, from, ahead
+		buf = appendPosition(r.appendAction(buf), ahead)
+		ps.text = buf
+		r.Text = string(buf)
+		d.Wait = r.Text
 		if si != nil {
-			si.why, si.whyVer, si.whyBeforeRes = *r, ps.ver, beforeRes
+			if si.why == 0 {
+				ps.whys = append(ps.whys, Reason{})
+				si.why = int32(len(ps.whys))
+			}
+			why := &ps.whys[si.why-1]
+			*why, si.whyVer, si.whyBeforeRes = *r, ps.ver, beforeRes
+			why.Text = r.Text[:n]
+			why.Preempting, why.Reserved, why.ReservedFrom, why.Ahead = nil, nil, time.Time{}, 0
 		}
+		return
 	}
 	r.Preempting, r.Reserved, r.ReservedFrom, r.Ahead = preempting, reserved, from, ahead
-	r.Text += r.action() + position(ahead)
+	buf := append(ps.text[:0], r.Text...)
+	buf = appendPosition(r.appendAction(buf), ahead)
+	ps.text = buf
+	r.Text = string(buf)
 	d.Wait = r.Text
 }
 
@@ -717,16 +756,14 @@ func (ps *pass) endsBeforeReservations(req *Request) bool {
 
 // neverFits fills r when this machine could not hold req even empty.
 func (ps *pass) neverFits(r *Reason, req *Request) bool {
-	var most int64
-	for _, s := range ps.slots {
-		most = max(most, s.TotalMiB, s.FreeMiB)
-	}
 	switch {
-	case req.GPUs > ps.maxHost || req.MemPerGPUMiB > most:
-		r.Detail = fmt.Sprintf("%d usable GPU(s), at most %s each", ps.maxHost, mib(most))
+	case req.GPUs > ps.maxHost || req.MemPerGPUMiB > ps.most:
+		if ps.detailGPUs == "" {
+			ps.detailGPUs = fmt.Sprintf("%d usable GPU(s), at most %s each", ps.maxHost, mib(ps.most))
+		}
+		r.Detail = ps.detailGPUs
 	case !ps.anyHostHolds(req):
-		h := ps.hosts[0]
-		r.Detail = fmt.Sprintf("%s CPUs and %s of memory for stages", cpus(h.CPUMilli), mib(h.MemMiB))
+		r.Detail = ps.hostDetail()
 	default:
 		return false
 	}
@@ -735,16 +772,35 @@ func (ps *pass) neverFits(r *Reason, req *Request) bool {
 	return true
 }
 
+// hostDetail is what a request that no host could ever hold is told.
+func (ps *pass) hostDetail() string {
+	if ps.detailHost == "" {
+		h := ps.hosts[0]
+		ps.detailHost = fmt.Sprintf("%s CPUs and %s of memory for stages", cpus(h.CPUMilli), mib(h.MemMiB))
+	}
+	return ps.detailHost
+}
+
 // largestFree fills r with the most free memory on one healthy GPU, the
-// figure a message about memory speaks of.
+// figure a message about memory speaks of. It changes only when a GPU
+// does (ps.ver).
 func (ps *pass) largestFree(r *Reason) {
-	for _, s := range ps.slots {
-		if s.Healthy && (r.LargestFreeGPU < 0 || s.Free > r.LargestFreeMiB) {
-			r.LargestFreeMiB, r.LargestFreeGPU, r.LargestFreeOn = s.Free, s.Index, s.Label
-			if s.Label == "" {
-				r.LargestFreeOn = "GPU " + strconv.Itoa(s.Index)
+	if ps.lfVer != ps.ver {
+		ps.lfVer = ps.ver
+		lf := &ps.lf
+		lf.LargestFreeMiB, lf.LargestFreeGPU, lf.LargestFreeOn = 0, -1, ""
+		for i := range ps.slots {
+			s := &ps.slots[i]
+			if s.Healthy && (lf.LargestFreeGPU < 0 || s.Free > lf.LargestFreeMiB) {
+				lf.LargestFreeMiB, lf.LargestFreeGPU, lf.LargestFreeOn = s.Free, s.Index, s.Label
 			}
 		}
+		if lf.LargestFreeGPU >= 0 && lf.LargestFreeOn == "" {
+			lf.LargestFreeOn = "GPU " + strconv.Itoa(lf.LargestFreeGPU)
+		}
+	}
+	if ps.lf.LargestFreeGPU >= 0 {
+		r.LargestFreeMiB, r.LargestFreeGPU, r.LargestFreeOn = ps.lf.LargestFreeMiB, ps.lf.LargestFreeGPU, ps.lf.LargestFreeOn
 	}
 }
 
@@ -763,8 +819,7 @@ func (ps *pass) anyHostHolds(req *Request) bool {
 func (ps *pass) hostReason(r *Reason, req *Request, at int) {
 	if !ps.anyHostHolds(req) {
 		r.Code = WaitNeverFits
-		h := ps.hosts[0]
-		r.Detail = fmt.Sprintf("%s CPUs and %s of memory for stages", cpus(h.CPUMilli), mib(h.MemMiB))
+		r.Detail = ps.hostDetail()
 		return
 	}
 	if at < 0 {
@@ -793,25 +848,52 @@ var causeOrderArr = [...]ReasonCode{WaitGPUMemory, WaitReserved, WaitGPUBusy, Wa
 var causeOrder = causeOrderArr[:]
 
 func causeIndex(c ReasonCode) int {
-	for k, o := range causeOrderArr {
-		if o == c {
-			return k
-		}
+	switch c { // as causeOrderArr
+	case WaitReserved:
+		return 1
+	case WaitGPUBusy:
+		return 2
+	case WaitCPU:
+		return 3
+	case WaitHostMemory:
+		return 4
+	case WaitGPUHot:
+		return 5
+	case WaitGPUUnhealthy:
+		return 6
 	}
 	return 0
+}
+
+// keepRefusals copies refs into the pass's arena, where the reasons of a
+// pass share a few allocations; nil when there are none. Chunks are never
+// written again once handed out (a new pass starts new ones).
+func (ps *pass) keepRefusals(refs []Refusal) []Refusal {
+	n := len(refs)
+	if n == 0 {
+		return nil
+	}
+	if len(ps.refArena)+n > cap(ps.refArena) {
+		ps.refArena = make([]Refusal, 0, max(256, n))
+	}
+	k := len(ps.refArena)
+	ps.refArena = append(ps.refArena, refs...)
+	return ps.refArena[k : k+n : k+n]
 }
 
 // blockers fills r with why the GPUs refuse req now: the largest free
 // memory, how many GPUs fit, and how many each filter refused.
 func (ps *pass) blockers(r *Reason, req *Request) {
 	if ps.lastFit != req {
-		c := ps.cycle(req)
-		ps.fit(&c, ps.slots, ps.hosts, true)
+		ps.blockC = ps.cycle(req)
+		ps.fit(&ps.blockC, ps.slots, ps.hosts, true)
 	}
 	var count [len(causeOrderArr)]int
 	hostAt := -1
+	refs := ps.refs[:0]
 	ps.largestFree(r)
-	for i, s := range ps.slots {
+	for i := range ps.slots {
+		s := &ps.slots[i]
 		st := ps.status[i]
 		if st.IsSuccess() {
 			r.Fit++
@@ -827,15 +909,20 @@ func (ps *pass) blockers(r *Reason, req *Request) {
 		}
 		words := st.Reason
 		if st.Cause == WaitGPUHot {
-			words = fmt.Sprintf("too hot (%.0f °C)", s.TempC)
+			if ps.hotWords[i] == "" {
+				ps.hotWords[i] = fmt.Sprintf("too hot (%.0f °C)", s.TempC)
+			}
+			words = ps.hotWords[i]
 		}
-		k := slices.IndexFunc(r.Refusals, func(f Refusal) bool { return f.Words == words })
+		k := slices.IndexFunc(refs, func(f Refusal) bool { return f.Words == words })
 		if k < 0 {
-			r.Refusals = append(r.Refusals, Refusal{Cause: st.Cause, Words: words})
-			k = len(r.Refusals) - 1
+			refs = append(refs, Refusal{Cause: st.Cause, Words: words})
+			k = len(refs) - 1
 		}
-		r.Refusals[k].GPUs++
+		refs[k].GPUs++
 	}
+	ps.refs = refs
+	r.Refusals = ps.keepRefusals(refs)
 	if r.Fit >= req.GPUs {
 		r.Code = WaitGroup
 		return

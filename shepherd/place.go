@@ -3,6 +3,7 @@ package shepherd
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -160,24 +161,37 @@ func noGPUs(inv Inventory) string {
 	return why
 }
 
-func need(req Request) string {
-	if req.MemPerGPUMiB <= 0 {
-		return fmt.Sprintf("%d GPU(s)", req.GPUs)
+func need(req Request) string { return string(appendNeed(nil, req.GPUs, req.MemPerGPUMiB)) }
+
+// appendNeed appends "2×40 GiB" (or "2 GPU(s)" when no memory is asked).
+func appendNeed(b []byte, gpus int, memMiB int64) []byte {
+	b = strconv.AppendInt(b, int64(gpus), 10)
+	if memMiB <= 0 {
+		return append(b, " GPU(s)"...)
 	}
-	return fmt.Sprintf("%d×%s", req.GPUs, mib(req.MemPerGPUMiB))
+	b = append(b, "×"...)
+	return appendMiB(b, memMiB)
 }
 
-func mib(m int64) string {
+func mib(m int64) string { return string(appendMiB(nil, m)) }
+
+// appendMiB appends m as "40 GiB" (rounded to whole GiB, as %.0f does) or
+// "512 MiB".
+func appendMiB(b []byte, m int64) []byte {
 	if m >= 1024 {
-		return fmt.Sprintf("%.0f GiB", float64(m)/1024)
+		b = strconv.AppendFloat(b, float64(m)/1024, 'f', 0, 64)
+		return append(b, " GiB"...)
 	}
-	return fmt.Sprintf("%d MiB", m)
+	b = strconv.AppendInt(b, m, 10)
+	return append(b, " MiB"...)
 }
 
 // cpus writes thousandths of a CPU as a person counts them: "2", "0.5".
-func cpus(milli int64) string {
+func cpus(milli int64) string { return string(appendCPUs(nil, milli)) }
+
+func appendCPUs(b []byte, milli int64) []byte {
 	if milli%1000 == 0 {
-		return fmt.Sprint(milli / 1000)
+		return strconv.AppendInt(b, milli/1000, 10)
 	}
-	return fmt.Sprintf("%.1f", float64(milli)/1000)
+	return strconv.AppendFloat(b, float64(milli)/1000, 'f', 1, 64)
 }

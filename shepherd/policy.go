@@ -230,18 +230,20 @@ func ByName(name string) (Policy, error) {
 }
 
 // rankKey is a request's place in the queue order.
+// Its fields are laid out to fill one 64-byte cache line (a pass's heap
+// moves keys about many times per request).
 type rankKey struct {
+	// packed holds prio, level, work and gpus in one number that orders
+	// as they do (see pack); exact says it could hold them.
+	packed uint64
+	submit int64
 	i      int
 	prio   int   // aged priority
 	level  int   // attained-service level, lower first
 	work   int64 // estimated GPU-seconds, max when unknown
-	fixed  bool  // with PreemptibleFirst: may not be stopped
 	gpus   int   // with FewerGPUsFirst; 0 otherwise
-	submit int64
 	shape  int32 // index into the pass's shapes
-	// packed holds prio, level, work and gpus in one number that orders
-	// as they do (see pack); exact says it could hold them.
-	packed uint64
+	fixed  bool  // with PreemptibleFirst: may not be stopped
 	exact  bool
 }
 
@@ -397,7 +399,10 @@ func (p *Policy) fields(k *rankKey, now int64, r *Request, top int) {
 // Decision with Preempt asks the caller to stop those runs, after which a
 // later pass places the request.
 func Schedule(p Policy, st State) []Decision {
-	return NewScheduler(p).Schedule(st)
+	// A Scheduler for one pass: its decisions and keys are sized to the
+	// queue at once (a reused one keeps room to grow).
+	sc := &Scheduler{p: p, out: make([]Decision, len(st.Queue)), keys: make([]rankKey, 0, len(st.Queue))}
+	return sc.Schedule(st)
 }
 
 // Scheduler runs passes of one policy and reuses its buffers between them:
@@ -486,6 +491,9 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 	}
 	shapes := sc.shapes
 	ps.setDemand(shapes)
+	if !st.Terse && cap(ps.whys) < len(shapes) {
+		ps.whys = make([]Reason, 0, len(shapes))
+	}
 	// Terse passes take the queue in order from a heap and stop as soon as
 	// no remaining request can be placed; full passes sort it all, since
 	// every wait reason counts the runs ahead.
@@ -531,8 +539,9 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 			ahead++
 			continue
 		}
-		c := ps.cycle(req)
-		if pick, host := ps.fit(&c, ps.slots, ps.hosts, true); host >= 0 {
+		ps.mainC = ps.cycle(req)
+		c := &ps.mainC
+		if pick, host := ps.fit(c, ps.slots, ps.hosts, true); host >= 0 {
 			ps.place(d, req, pick, host)
 			sc.dirty = append(sc.dirty, k.i)
 			continue
@@ -546,7 +555,7 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		}
 		if !headDone && req.GPUs > 0 && ps.everFits(req) {
 			headDone = true
-			ps.head(d, &c)
+			ps.head(d, c)
 			sc.dirty = append(sc.dirty, k.i)
 		}
 		ps.wait(d, req, ahead, si)
@@ -640,9 +649,10 @@ type shapeInfo struct {
 	// rep stands for the shape's requests when asking whether any could
 	// fit; its estimate is the shape's shortest (set when asked).
 	rep Request
-	// why is the reason its requests wait, composed at version whyVer
-	// (for those that end before the pass's reservation, or not).
-	why          Reason
+	// why is the reason its requests wait (index+1 into the pass's whys;
+	// 0: none yet), composed at version whyVer (for those that end before
+	// the pass's reservation, or not). Kept aside: a terse pass needs none.
+	why          int32
 	whyVer       int
 	whyBeforeRes bool
 }

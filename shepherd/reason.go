@@ -1,9 +1,8 @@
 package shepherd
 
 import (
-	"fmt"
+	"bytes"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -92,110 +91,163 @@ type Refusal struct {
 // body is the first part of the sentence: what the request needs and what
 // holds it back. gang says whether to name the linked group.
 func (r *Reason) body(gang bool) string {
+	return string(r.appendBody(make([]byte, 0, 128), gang))
+}
+
+// appendBody appends body's words to b: a pass composes many sentences,
+// and appending to one buffer spares fmt and the copies of a Builder.
+func (r *Reason) appendBody(b []byte, gang bool) []byte {
 	if r.NeedGPUs <= 0 {
-		return r.hostWords()
+		return r.appendHostWords(b)
 	}
-	var b strings.Builder
-	b.WriteString("needs ")
-	b.WriteString(need(Request{GPUs: r.NeedGPUs, MemPerGPUMiB: r.NeedMiB}))
+	start := len(b)
+	b = append(b, "needs "...)
+	b = appendNeed(b, r.NeedGPUs, r.NeedMiB)
 	if gang {
-		b.WriteString(" on one linked group")
+		b = append(b, " on one linked group"...)
 	}
-	b.WriteString("; ")
+	b = append(b, "; "...)
 	switch r.Code {
 	case WaitNoGPUs:
-		b.WriteString("this machine has no GPUs")
+		b = append(b, "this machine has no GPUs"...)
 		if r.Detail != "" {
-			b.WriteString(" (" + r.Detail + ")")
+			b = append(b, " ("...)
+			b = append(b, r.Detail...)
+			b = append(b, ')')
 		}
-		return b.String()
+		return b
 	case WaitNeverFits:
-		b.WriteString("this machine can never hold it (" + r.Detail + ")")
-		return b.String()
+		b = append(b, "this machine can never hold it ("...)
+		b = append(b, r.Detail...)
+		return append(b, ')')
 	}
 	sep := func() {
-		if b.Len() > 0 && !strings.HasSuffix(b.String(), "; ") {
-			b.WriteString("; ")
+		if len(b) > start && !bytes.HasSuffix(b[start:], semi) {
+			b = append(b, "; "...)
 		}
 	}
 	if r.LargestFreeGPU >= 0 {
-		b.WriteString("largest free is ")
-		b.WriteString(mib(r.LargestFreeMiB))
-		b.WriteString(" on ")
-		b.WriteString(r.LargestFreeOn)
+		b = append(b, "largest free is "...)
+		b = appendMiB(b, r.LargestFreeMiB)
+		b = append(b, " on "...)
+		b = append(b, r.LargestFreeOn...)
 	}
 	switch {
 	case r.Code == WaitGroup:
 		sep()
-		fmt.Fprintf(&b, "%d GPUs fit, but not %d on one group", r.Fit, r.NeedGPUs)
+		b = strconv.AppendInt(b, int64(r.Fit), 10)
+		b = append(b, " GPUs fit, but not "...)
+		b = strconv.AppendInt(b, int64(r.NeedGPUs), 10)
+		b = append(b, " on one group"...)
 	case r.Fit > 0:
 		sep()
-		fmt.Fprintf(&b, "%d of %d fit now", r.Fit, r.NeedGPUs)
+		b = strconv.AppendInt(b, int64(r.Fit), 10)
+		b = append(b, " of "...)
+		b = strconv.AppendInt(b, int64(r.NeedGPUs), 10)
+		b = append(b, " fit now"...)
 	}
 	for _, f := range r.Refusals {
 		sep()
 		if f.GPUs == 1 {
-			b.WriteString("1 GPU ")
+			b = append(b, "1 GPU "...)
 		} else {
-			b.WriteString(strconv.Itoa(f.GPUs))
-			b.WriteString(" GPUs ")
+			b = strconv.AppendInt(b, int64(f.GPUs), 10)
+			b = append(b, " GPUs "...)
 		}
-		b.WriteString(f.Words)
+		b = append(b, f.Words...)
 	}
 	if r.Code == WaitCPU || r.Code == WaitHostMemory {
 		sep()
-		b.WriteString(r.hostWords())
+		b = r.appendHostWords(b)
 	}
-	return strings.TrimSuffix(b.String(), "; ")
+	if bytes.HasSuffix(b[start:], semi) {
+		b = b[:len(b)-len(semi)]
+	}
+	return b
 }
+
+var semi = []byte("; ")
 
 // action is what the shepherd does for the request: "; stopping spot
 // run(s) a to make room", "; GPU 0,1 reserved for it from about Mar 1
 // 10:00", or nothing.
-func (r *Reason) action() string {
+func (r *Reason) action() string { return string(r.appendAction(nil)) }
+
+func (r *Reason) appendAction(b []byte) []byte {
 	switch {
 	case len(r.Preempting) > 0:
-		return "; stopping spot run(s) " + strings.Join(r.Preempting, ", ") + " to make room"
+		b = append(b, "; stopping spot run(s) "...)
+		for k, id := range r.Preempting {
+			if k > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, id...)
+		}
+		return append(b, " to make room"...)
 	case len(r.Reserved) > 0:
-		idx := make([]string, len(r.Reserved))
+		b = append(b, "; GPU "...)
 		for k, i := range r.Reserved {
-			idx[k] = strconv.Itoa(i)
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(i), 10)
 		}
-		out := "; GPU " + strings.Join(idx, ",") + " reserved for it"
+		b = append(b, " reserved for it"...)
 		if !r.ReservedFrom.IsZero() {
-			out += " from about " + r.ReservedFrom.UTC().Format("Jan 2 15:04")
+			b = append(b, " from about "...)
+			b = r.ReservedFrom.UTC().AppendFormat(b, "Jan 2 15:04")
 		}
-		return out
 	}
-	return ""
+	return b
 }
 
 // position is the request's place among those that wait: "; first in
 // line", "; 3 runs ahead".
-func position(ahead int) string {
+func position(ahead int) string { return string(appendPosition(nil, ahead)) }
+
+func appendPosition(b []byte, ahead int) []byte {
 	switch ahead {
 	case 0:
-		return "; first in line"
+		return append(b, "; first in line"...)
 	case 1:
-		return "; 1 run ahead"
+		return append(b, "; 1 run ahead"...)
 	}
-	return "; " + strconv.Itoa(ahead) + " runs ahead"
+	b = append(b, "; "...)
+	b = strconv.AppendInt(b, int64(ahead), 10)
+	return append(b, " runs ahead"...)
 }
 
 // hostWords says what of the host's CPUs and memory holds the request
 // back: "waiting for a CPU: 2 of 2 in use".
-func (r *Reason) hostWords() string {
+func (r *Reason) hostWords() string { return string(r.appendHostWords(nil)) }
+
+func (r *Reason) appendHostWords(b []byte) []byte {
 	switch r.Code {
 	case WaitCPU:
-		what := "a CPU"
+		b = append(b, "waiting for "...)
 		if r.NeedCPUMilli != 1000 {
-			what = cpus(r.NeedCPUMilli) + " CPUs"
+			b = appendCPUs(b, r.NeedCPUMilli)
+			b = append(b, " CPUs"...)
+		} else {
+			b = append(b, "a CPU"...)
 		}
-		return fmt.Sprintf("waiting for %s: %s of %s in use", what, cpus(r.CPUMilliTotal-r.CPUMilliFree), cpus(r.CPUMilliTotal))
+		b = append(b, ": "...)
+		b = appendCPUs(b, r.CPUMilliTotal-r.CPUMilliFree)
+		b = append(b, " of "...)
+		b = appendCPUs(b, r.CPUMilliTotal)
+		return append(b, " in use"...)
 	case WaitHostMemory:
-		return fmt.Sprintf("waiting for %s of host memory: %s of %s in use", mib(r.NeedMemMiB), mib(r.MemMiBTotal-r.MemMiBFree), mib(r.MemMiBTotal))
+		b = append(b, "waiting for "...)
+		b = appendMiB(b, r.NeedMemMiB)
+		b = append(b, " of host memory: "...)
+		b = appendMiB(b, r.MemMiBTotal-r.MemMiBFree)
+		b = append(b, " of "...)
+		b = appendMiB(b, r.MemMiBTotal)
+		return append(b, " in use"...)
 	case WaitNeverFits:
-		return "this machine can never hold it (" + r.Detail + ")"
+		b = append(b, "this machine can never hold it ("...)
+		b = append(b, r.Detail...)
+		return append(b, ')')
 	}
-	return "waiting"
+	return append(b, "waiting"...)
 }

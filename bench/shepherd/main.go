@@ -36,10 +36,29 @@ func main() {
 	minJobs := flag.Int("min-jobs", 200, "a window needs at least this many jobs")
 	workers := flag.Int("workers", runtime.GOMAXPROCS(0), "replays at a time")
 	skipSpeed := flag.Bool("skip-speed", false, "leave the speed section out")
+	onlySpeed := flag.Bool("only-speed", false, "measure the speed section only (with -doc, replace only its ### Speed part)")
 	flag.Parse()
 	if *traces == "" {
 		fmt.Fprintln(os.Stderr, "bench/shepherd: -traces is required, e.g. -traces ../shared/data/traces")
 		os.Exit(2)
+	}
+	if *onlySpeed {
+		t0 := time.Now()
+		out, err := speedSection(*traces)
+		if err == nil {
+			out += fmt.Sprintf("\n(The speed section alone, `-only-speed`, took %v.)\n", time.Since(t0).Round(time.Second))
+			if *doc == "" {
+				fmt.Print(out)
+				return
+			}
+			err = spliceSpeed(*doc, out)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/shepherd:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "bench/shepherd: wrote the speed section of", *doc)
+		return
 	}
 	out, err := run(*traces, *loads, *seeds, *minJobs, *workers, !*skipSpeed)
 	if err != nil {
@@ -76,6 +95,35 @@ func splice(doc, text string) error {
 	nb.Write(b[:i+len(begin)])
 	nb.WriteString("\n")
 	nb.WriteString(text)
+	nb.Write(b[j:])
+	return os.WriteFile(doc, nb.Bytes(), 0o644)
+}
+
+// spliceSpeed replaces the ### Speed part of doc's marked section (from
+// its heading to the section's end) with text, leaving the tables above
+// it as the last full run wrote them.
+func spliceSpeed(doc, text string) error {
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		return err
+	}
+	i, j := bytes.Index(b, []byte(begin)), bytes.Index(b, []byte(end))
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s … %s section to replace", doc, begin, end)
+	}
+	k := bytes.Index(b[i:j], []byte("\n### Speed\n"))
+	if k < 0 {
+		return fmt.Errorf("%s's marked section has no ### Speed part", doc)
+	}
+	var nb bytes.Buffer
+	nb.Write(b[:i+k])
+	nb.WriteString(text)
+	// The full run's own timing line stays: the tables above are its.
+	if l := bytes.Index(b[i+k:j], []byte("(The whole command took")); l >= 0 {
+		line, _, _ := bytes.Cut(b[i+k+l:j], []byte("\n"))
+		nb.Write(line)
+		nb.WriteString("\n")
+	}
 	nb.Write(b[j:])
 	return os.WriteFile(doc, nb.Bytes(), 0o644)
 }

@@ -85,6 +85,7 @@ func Replay(jobs []Job, cfg Config) Report {
 type hooks struct {
 	request func(t float64, j *Job, r shepherd.Request)
 	learn   func(t float64, r predict.Run)
+	pass    func(st shepherd.State) // the State of every pass, before it runs (buffers reused: copy to keep)
 }
 
 // replay is Replay, telling hooks what it does.
@@ -227,11 +228,13 @@ func (s *state) enqueue(j *sjob) {
 // the engine builds a ready stage's at every pass: with the predictor's
 // latest answer.
 func (s *state) request(j *sjob, r *shepherd.Request) {
-	var p predict.Source
-	if s.pred != nil {
-		p = s.answer(j.kid)
+	n := NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, nil)
+	if s.pred != nil && s.cfg.Estimates.Mode == "predicted" {
+		// The key's latest answer, as NeedOf would ask it (a predKey
+		// answers whatever the query) without composing the key.
+		n.Predicted = s.answer(j.kid).est
 	}
-	*r = shepherd.Build(NeedOf(&j.Job, j.mem, at(j.ready), seconds(j.ran), s.cfg.Estimates, p))
+	*r = shepherd.Build(n)
 	if s.hooks.request != nil {
 		s.hooks.request(s.t, &j.Job, *r)
 	}
@@ -340,14 +343,18 @@ func (s *state) schedule() {
 			}
 		}
 		s.rep.Passes++
-		ds := s.sched.Schedule(shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true})
+		st := shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true}
+		if s.hooks.pass != nil {
+			s.hooks.pass(st)
+		}
+		ds := s.sched.Schedule(st)
 		var victims []string
 		var touched []int
 		keep := 0
 		for i := range ds {
 			d := &ds[i]
 			j := s.queue[i]
-			if !d.Placed() {
+			if d.Wait != "" { // not placed (d.Placed, without copying the decision)
 				victims = append(victims, d.Preempt...)
 				if keep != i {
 					s.queue[keep], s.reqs[keep] = j, s.reqs[i]

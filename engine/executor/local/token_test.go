@@ -16,10 +16,14 @@ import (
 	"niuma/engine/executor"
 )
 
-// tokenJob is a job with an attempt token, as the engine gives it.
+// tokenJob is a job with an attempt token, as the engine gives it. The
+// token is found in every process on the machine, so it is this test
+// binary's own, as the engine's are random: a second run of these tests
+// beside this one (another checkout's) would otherwise share it, and each
+// would find the other's processes as its attempt's.
 func tokenJob(t *testing.T, argv ...string) executor.Job {
 	job := newJob(t, argv...)
-	job.Token = "a" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
+	job.Token = fmt.Sprintf("a%d-%s", os.Getpid(), strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-"))
 	return job
 }
 

@@ -310,8 +310,14 @@ func TestKilledStudyResumes(t *testing.T) {
 		require.False(t, runs[tr.Run], "run %s is two trials", tr.Run)
 		runs[tr.Run] = true
 		require.Contains(t, []string{"done", "pruned"}, tr.State, "trial %d", tr.Number)
-		if i < len(before.Trials) {
+		// A trial the kill caught between submitting its run and linking
+		// it has none yet: the resume links the run it finds (s.Runs
+		// above says none was submitted twice), so only those linked
+		// before are compared.
+		if i < len(before.Trials) && before.Trials[i].Run != "" {
 			require.Equal(t, before.Trials[i].Run, tr.Run, "trial %d kept its run across the kill", i)
+		} else if i < len(before.Trials) {
+			t.Logf("trial %d (%s) had no run linked when killed; resumed with run %s", i, before.Trials[i].State, tr.Run)
 		}
 	}
 }

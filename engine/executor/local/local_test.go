@@ -667,7 +667,12 @@ func TestStopSendsTERMOnce(t *testing.T) {
 
 			stopped := make(chan error, 1)
 			go func() { stopped <- h.Stop(context.Background(), time.Minute) }()
-			waitForFile(t, log)
+			// The line, not the file: the helper creates the log before it
+			// writes to it, and once released it may exit in between.
+			require.Eventually(t, func() bool {
+				b, _ := os.ReadFile(log)
+				return len(b) > 0
+			}, 20*time.Second, 5*time.Millisecond, "the command never got SIGTERM")
 			release(fifo)
 			select {
 			case err := <-stopped:

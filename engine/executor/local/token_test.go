@@ -16,10 +16,14 @@ import (
 	"niuma/engine/executor"
 )
 
-// tokenJob is a job with an attempt token, as the engine gives it.
+// tokenJob is a job with an attempt token, as the engine gives it. The
+// token is found in every process on the machine, so it is this test
+// binary's own, as the engine's are random: a second run of these tests
+// beside this one (another checkout's) would otherwise share it, and each
+// would find the other's processes as its attempt's.
 func tokenJob(t *testing.T, argv ...string) executor.Job {
 	job := newJob(t, argv...)
-	job.Token = "a" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
+	job.Token = fmt.Sprintf("a%d-%s", os.Getpid(), strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-"))
 	return job
 }
 
@@ -121,10 +125,17 @@ func TestShimGoneButCommandAliveIsNotGone(t *testing.T) {
 	require.NoError(t, err)
 	cmdPID, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
-	for _, p := range tokenProcesses(job.Token) { // the shim and its wrapper, not the command
-		if p.pid != cmdPID && !isCapper(p.pid) {
-			require.NoError(t, syscall.Kill(p.pid, syscall.SIGKILL))
-		}
+	killLater(t, cmdPID, shimPID(h)) // a failing test leaves no reader of the FIFO behind
+	// The shim is the command's parent and its wrapper the shim's: those
+	// two are killed, by pid. Not "every token carrier but the command and
+	// the capper": the command's own children (its mv) carry the token
+	// too, one on its way out is gone before a kill reaches it, and a
+	// capper still in its exec is not yet known as perl. The wrapper
+	// first: killed after the shim, it may have exited already.
+	shim := parentPID(t, cmdPID)
+	require.Equal(t, shimPID(h), parentPID(t, shim), "the shim runs under its wrapper")
+	for _, pid := range []int{shimPID(h), shim} {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	}
 	wait(t, h)
 
@@ -175,9 +186,14 @@ func TestStaleClaimOfAnotherAttemptIsReplaced(t *testing.T) {
 	require.Equal(t, "x\n", string(b))
 }
 
-// isCapper reports whether pid is the attempt's log capper (perl), which
-// outlives the shim only as long as the command's output is open.
-func isCapper(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return err == nil && strings.HasPrefix(string(b), "perl")
+// parentPID is pid's parent, from /proc/PID/stat.
+func parentPID(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	ppid, err := strconv.Atoi(f[1])
+	require.NoError(t, err)
+	return ppid
 }

@@ -95,6 +95,14 @@ func (v *ArchiveView) Studies() {
 			n.Importance = widget.LowImportance
 			box.Add(n)
 		}
+		if len(s.Next) > 0 && v.OnLaunch != nil {
+			tmpl, vals := s.Template, s.Next
+			launch := widget.NewButtonWithIcon("Launch suggested…", theme.MediaPlayIcon(), func() {
+				d.Hide()
+				v.OnLaunch(tmpl, vals)
+			})
+			box.Add(launch)
+		}
 		if s.HasBest && s.BestRun != "" && v.OnOpen != nil {
 			id := s.BestRun
 			box.Add(widget.NewButtonWithIcon("Open the best trial", theme.NavigateNextIcon(), func() {

@@ -345,6 +345,11 @@ func (s *Shell) OpenWizard() {
 	})
 	s.wizard.Win = s.win
 	s.wizard.OnOpenRun = s.OpenRun
+	s.wizard.OnStudy = func(string) {
+		// The new study shows in the Archive's study view, with its trials.
+		s.Show("Archive")
+		s.Archive.Studies()
+	}
 	s.wizardDlg = dialog.NewCustomWithoutButtons("New run", s.wizard.Content(), s.win)
 	s.wizardDlg.Resize(wizardSize(s.win))
 	w := s.wizard

@@ -689,11 +689,7 @@ func nextOf(home string, res study.Result) (next studyNext, space tuner.Space, o
 			}
 		}
 	}
-	for i := range space.Params {
-		if p, ok := t.Space(space.Params[i].Name).Param(space.Params[i].Name); ok {
-			space.Params[i].Default = p.Default
-		}
-	}
+	study.FixDefaults(&space, t)
 	for _, tr := range res.Trials {
 		v, err := template.ValuesFromJSON(t, []byte(tr.Params))
 		if err != nil {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/require"
+
+	"niuma/engine/template"
 )
 
 // A study's "Launch suggested…" opens the wizard on its template with the
@@ -132,4 +135,23 @@ func TestWizardSearchModeMakesTheStudySpec(t *testing.T) {
 	// An engine that launches no studies offers no Search.
 	plain := NewWizard(&fakeBackend{}, demoEntries(t), nil, nil, nil)
 	require.Nil(t, plain.mode)
+}
+
+// The bundled demo's Search mode, as the README quotes its Review.
+func TestWizardSearchModeOnTheDemo(t *testing.T) {
+	test.NewTempApp(t)
+	yaml, err := os.ReadFile("../assets/templates/digits-mlp/template.yaml")
+	require.NoError(t, err)
+	tm, err := template.Parse("template.yaml", yaml)
+	require.NoError(t, err)
+	entries := []TemplateEntry{{Name: tm.Name, Source: "bundled", Load: func() (*template.Template, error) { return tm, nil }}}
+	wz := NewWizard(&launcherFake{}, entries, nil, nil, nil)
+	w := test.NewWindow(wz.Content())
+	defer w.Close()
+	wz.list.Select(0)
+	test.Tap(wz.next)
+	wz.mode.SetSelected(modeSearch)
+	test.Tap(wz.next)
+	require.Equal(t, stepReview, wz.step)
+	require.Contains(t, texts(wz.body), "digits-mlp: a study of 16 trials over lr (1e-05..1, log), hidden (8..1024), optimizer (adam, sgd), batch_size (8..1024); parallel auto, pruner median")
 }

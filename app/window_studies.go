@@ -24,27 +24,37 @@ import (
 // its state in the database: the next window carries it on (resume), or
 // `niuma tune --resume ID` does.
 type studyDrivers struct {
-	ctx  context.Context
-	eng  *engine.Engine
-	db   *storage.DB
-	home string
-	wg   sync.WaitGroup
+	ctx    context.Context
+	eng    *engine.Engine
+	db     *storage.DB
+	home   string
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool // wait has begun: no driver starts any more
 }
 
 // start drives study id (of template t) in the background; an error says
 // why it cannot be driven here (another niuma drives it, or its template
 // changed).
 func (d *studyDrivers) start(id string, t *template.Template) error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return errors.New("the window is closing")
+	}
+	d.wg.Add(1) // before wait can begin, so that it waits for this driver
+	d.mu.Unlock()
 	l, unlock, err := loadStudyLocked(d.ctx, d.db, d.home, id, t)
 	if err != nil {
+		d.wg.Done()
 		return err
 	}
 	logf, err := os.OpenFile(studyLog(d.home, id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		unlock()
+		d.wg.Done()
 		return err
 	}
-	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		defer unlock()
@@ -91,5 +101,11 @@ func (d *studyDrivers) resume() ([]string, error) {
 	return ids, nil
 }
 
-// wait returns once every driver has stopped (after ctx ends).
-func (d *studyDrivers) wait() { d.wg.Wait() }
+// wait returns once every driver has stopped (after ctx ends); none
+// starts after it has begun.
+func (d *studyDrivers) wait() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.wg.Wait()
+}

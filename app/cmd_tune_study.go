@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"niuma/engine"
 	"niuma/engine/study"
 	"niuma/engine/template"
 	"niuma/gpumon"
@@ -230,45 +231,14 @@ func (c *cli) tuneStudy(ctx context.Context, ref string, f studyFlags) error {
 			ref = abs
 		}
 	}
-	vals, err := t.Resolve(sets)
-	if err != nil {
-		return exitError{code: 2, msg: oneLine(fmt.Errorf("--set: %w", err))}
-	}
-	space, err := studySpace(t, f.spaces, sets)
-	if err != nil {
-		return exitError{code: 2, msg: oneLine(err)}
-	}
-	pruner, warmup := t.Tune.Pruner, t.Tune.Warmup
-	if f.prunerSet || pruner == "" {
-		pruner = f.pruner
-	}
-	if f.warmupSet {
-		warmup = f.warmup
-	}
 	s, err := open(c.err)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	parallel, why := 0, ""
-	switch {
-	case f.parallel == "auto":
-		snap, err := s.engine.GPUs(ctx)
-		if err != nil {
-			return fmt.Errorf("read the GPUs for --parallel auto: %w", err)
-		}
-		parallel, why = autoParallel(snap, gpusPerTrial(t, vals), runtime.NumCPU(), f.budget)
-	default:
-		n, err := strconv.Atoi(f.parallel)
-		if err != nil || n < 1 {
-			return exitError{code: 2, msg: fmt.Sprintf("--parallel %s: give auto or a number of trials, 1 or more", printable.Shorten(f.parallel, 32))}
-		}
-		parallel, why = n, "as given"
-	}
-	st, err := study.Create(ctx, s.store, study.Spec{Template: t, Ref: ref, Space: space, Values: vals, Budget: f.budget,
-		Parallel: parallel, ParallelRule: f.parallel, Pruner: tuner.Rule(pruner), Warmup: warmup, Seed: f.seed, Executor: f.executor})
+	st, space, why, err := createStudy(ctx, s.engine, s.store, t, ref, sets, f)
 	if err != nil {
-		return exitError{code: 2, msg: oneLine(err)}
+		return err
 	}
 	fmt.Fprintf(c.out, "study %s: %s, %s %s over %s; %d trials, %d at once (%s), pruner %s\n",
 		st.ID, t.Name, st.Goal, st.Objective, describeSpace(space), st.Budget, st.Parallel, why, st.Pruner)
@@ -283,6 +253,51 @@ func (c *cli) tuneStudy(ctx context.Context, ref string, f studyFlags) error {
 		return nil
 	}
 	return c.driveStudy(ctx, s, st.ID, t)
+}
+
+// createStudy stores a new study of t (loaded from ref) with what
+// `niuma tune` was given: sets fix values, f.spaces name what to search
+// (else the template's tune: search, else every searchable parameter),
+// f.parallel is auto or a number, f.pruner and f.warmup override the
+// template's tune: ones when set. The window's Search mode creates its
+// studies here too. why says how the parallel trials were chosen.
+func createStudy(ctx context.Context, eng *engine.Engine, db *storage.DB, t *template.Template, ref string, sets map[string]string, f studyFlags) (st storage.Study, space tuner.Space, why string, err error) {
+	vals, err := t.Resolve(sets)
+	if err != nil {
+		return st, space, "", exitError{code: 2, msg: oneLine(fmt.Errorf("--set: %w", err))}
+	}
+	space, err = studySpace(t, f.spaces, sets)
+	if err != nil {
+		return st, space, "", exitError{code: 2, msg: oneLine(err)}
+	}
+	pruner, warmup := t.Tune.Pruner, t.Tune.Warmup
+	if f.prunerSet || pruner == "" {
+		pruner = f.pruner
+	}
+	if f.warmupSet {
+		warmup = f.warmup
+	}
+	parallel := 0
+	switch {
+	case f.parallel == "auto":
+		snap, err := eng.GPUs(ctx)
+		if err != nil {
+			return st, space, "", fmt.Errorf("read the GPUs for --parallel auto: %w", err)
+		}
+		parallel, why = autoParallel(snap, gpusPerTrial(t, vals), runtime.NumCPU(), f.budget)
+	default:
+		n, err := strconv.Atoi(f.parallel)
+		if err != nil || n < 1 {
+			return st, space, "", exitError{code: 2, msg: fmt.Sprintf("--parallel %s: give auto or a number of trials, 1 or more", printable.Shorten(f.parallel, 32))}
+		}
+		parallel, why = n, "as given"
+	}
+	st, err = study.Create(ctx, db, study.Spec{Template: t, Ref: ref, Space: space, Values: vals, Budget: f.budget,
+		Parallel: parallel, ParallelRule: f.parallel, Pruner: tuner.Rule(pruner), Warmup: warmup, Seed: f.seed, Executor: f.executor})
+	if err != nil {
+		return st, space, "", exitError{code: 2, msg: oneLine(err)}
+	}
+	return st, space, why, nil
 }
 
 // tuneResume is `niuma tune --resume STUDY`: drive a stored study on.
@@ -373,18 +388,29 @@ func lockStudy(home, id string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// loadStudyLocked loads a study for driving, once this process holds its
+// lock (no other niuma drives it); unlock lets it go.
+func loadStudyLocked(ctx context.Context, db *storage.DB, home, id string, t *template.Template) (l study.Loaded, unlock func(), err error) {
+	unlock, err = lockStudy(home, id)
+	if err != nil {
+		return l, nil, err
+	}
+	l, err = study.Load(ctx, db, id, t)
+	if err != nil {
+		unlock()
+		return l, nil, exitError{code: 1, msg: oneLine(err)}
+	}
+	return l, unlock, nil
+}
+
 // driveStudy drives a study to its end from this process, driving the
 // engine too when no other process owns the data directory.
 func (c *cli) driveStudy(ctx context.Context, s *stack, id string, t *template.Template) error {
-	unlock, err := lockStudy(s.home, id)
+	l, unlock, err := loadStudyLocked(ctx, s.store, s.home, id, t)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	l, err := study.Load(ctx, s.store, id, t)
-	if err != nil {
-		return exitError{code: 1, msg: oneLine(err)}
-	}
 	ectx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
 	engineDone := s.drive(ectx)
@@ -663,11 +689,7 @@ func nextOf(home string, res study.Result) (next studyNext, space tuner.Space, o
 			}
 		}
 	}
-	for i := range space.Params {
-		if p, ok := t.Space(space.Params[i].Name).Param(space.Params[i].Name); ok {
-			space.Params[i].Default = p.Default
-		}
-	}
+	study.FixDefaults(&space, t)
 	for _, tr := range res.Trials {
 		v, err := template.ValuesFromJSON(t, []byte(tr.Params))
 		if err != nil {

@@ -30,10 +30,11 @@ func runWindow(stderr io.Writer) int {
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon()))
 	a.Settings().SetTheme(ui.NewTheme())
 	w := a.NewWindow("Niuma")
-	backend := windowBackend{Engine: s.engine, store: s.store, home: s.home}
+	ctx, stop := context.WithCancel(context.Background())
+	studies := &studyDrivers{ctx: ctx, eng: s.engine, db: s.store, home: s.home}
+	backend := windowBackend{Engine: s.engine, store: s.store, home: s.home, studies: studies}
 	view := ui.NewMainView(backend, w)
 	view.SetReportExporter(s.reportExporter())
-	ctx, stop := context.WithCancel(context.Background())
 	shell := ui.NewShell(backend, view, ui.Options{
 		Templates:            func() ([]ui.TemplateEntry, error) { return templateEntries(s.home), nil },
 		TemplateDir:          userTemplateDir(s.home),
@@ -58,6 +59,12 @@ func runWindow(stderr io.Writer) int {
 		}
 	}
 	done := s.drive(ctx)
+	// Studies a window or a driver left running carry on here.
+	go func() {
+		if _, err := studies.resume(); err != nil {
+			say(stderr, "resume the studies: "+err.Error())
+		}
+	}()
 	shell.Start(ctx)
 	go view.Reload(ctx)
 	w.SetOnClosed(func() {
@@ -68,6 +75,7 @@ func runWindow(stderr io.Writer) int {
 	})
 	w.ShowAndRun()
 	stop()
+	studies.wait()
 	<-done
 	if err := s.handOver(&cli{out: stderr, err: stderr}); err != nil {
 		say(stderr, err.Error())

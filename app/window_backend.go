@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"niuma/engine"
@@ -21,6 +22,46 @@ type windowBackend struct {
 	*engine.Engine
 	store *storage.DB // the studies' tables
 	home  string
+	// studies drives the studies the window launches (nil: it launches
+	// none).
+	studies *studyDrivers
+}
+
+// LaunchStudy stores a study as `niuma tune TEMPLATE` does with the
+// wizard's Search choices (createStudy, shared with it) and drives it from
+// the window's process until it ends or the window closes.
+func (b windowBackend) LaunchStudy(ctx context.Context, spec ui.StudySpec) (string, error) {
+	if b.studies == nil {
+		return "", errors.New("this window drives no studies: `niuma tune TEMPLATE` starts one")
+	}
+	if spec.Budget < 1 || spec.Budget > 10000 {
+		return "", fmt.Errorf("budget %d: give 1 to 10000 trials", spec.Budget)
+	}
+	ref := spec.Template
+	if spec.Source != "" && spec.Source != "bundled" {
+		ref = spec.Source // a user template: its file, as the wizard loads it
+	}
+	t, err := loadTemplate(b.home, ref)
+	if err != nil {
+		return "", err
+	}
+	parallel := spec.Parallel
+	if parallel == "" {
+		parallel = "auto"
+	}
+	f := studyFlags{budget: spec.Budget, budgetSet: true, parallel: parallel, pruner: spec.Pruner, prunerSet: spec.Pruner != "",
+		spaces: spec.Space, seed: 1}
+	if f.pruner == "" {
+		f.pruner = "median"
+	}
+	st, _, _, err := createStudy(ctx, b.Engine, b.store, t, ref, spec.Sets, f)
+	if err != nil {
+		return "", err
+	}
+	if err := b.studies.start(st.ID, t); err != nil {
+		return st.ID, fmt.Errorf("study %s is stored but not driven (`niuma tune --resume %s` drives it): %w", st.ID, st.ID, err)
+	}
+	return st.ID, nil
 }
 
 // Studies is every study, newest first, as `niuma tune --status` reads

@@ -576,6 +576,9 @@ type ArchiveView struct {
 
 	// OnOpen, when set, opens a run in the run view (a tap on its ID).
 	OnOpen func(id string)
+	// OnLaunch, when set, opens the wizard on a template prefilled with a
+	// study's suggested values (its "Launch suggested…" button).
+	OnLaunch func(template string, values map[string]any)
 	// ParamLog, when set, says whether a template's parameter is on a
 	// log scale (its schema's log: true), for the hyperparameter view.
 	ParamLog func(template, param string) (log, known bool)

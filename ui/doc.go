@@ -34,7 +34,8 @@
 // storage or on an executor. What the engine does not offer yet is asked
 // for through small interfaces a Backend may also satisfy: a run's own
 // resources (resourceBackend), what a run was launched with
-// (launchRecords), its ETA (etaBackend) and the studies (studyBackend);
+// (launchRecords), its ETA (etaBackend), the studies (studyBackend) and
+// launching one from the wizard's Search mode (studyLauncher);
 // without them the window shows what it can and says what it cannot. It must build and test with
 // CGO_ENABLED=0, so it never imports fyne.io/fyne/v2/app. Templates, the
 // sampler's history and process look-ups reach it through [Options], which

@@ -103,6 +103,7 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 	runs.OnNewRun = s.OpenWizard
 	s.Archive = NewArchiveView(b, win)
 	s.Archive.OnOpen = s.OpenRun
+	s.Archive.OnLaunch = s.LaunchSuggested
 	s.Archive.ParamLog = s.paramLog
 	s.notices = newNotices(win)
 	s.notices.onOpen = s.OpenRun
@@ -288,12 +289,25 @@ func (s *Shell) objectiveOf(tmpl string) (metric, goal string) {
 // CloneRun opens the wizard on a run's template with its parameters,
 // priority and executor filled in, ready to change and launch again.
 func (s *Shell) CloneRun(r engine.RunInfo) {
+	s.openPreset(r.Template, r.Params, r.Priority, r.Executor)
+}
+
+// LaunchSuggested opens the wizard on a study's template with the values
+// its model suggests next, as a Clone does: the user reviews them and
+// launches as usual (the duplicate check included). The parameters the
+// study does not search start from the template's defaults.
+func (s *Shell) LaunchSuggested(tmpl string, values map[string]any) {
+	s.openPreset(tmpl, values, 0, "")
+}
+
+// openPreset opens the wizard on a template with params filled in.
+func (s *Shell) openPreset(tmpl string, params map[string]any, priority int, executor string) {
 	values := map[string]string{}
-	for k, x := range r.Params {
+	for k, x := range params {
 		values[k] = formatParam(x)
 	}
 	s.OpenWizard()
-	if err := s.wizard.Preset(r.Template, values, r.Priority, r.Executor); err != nil {
+	if err := s.wizard.Preset(tmpl, values, priority, executor); err != nil {
 		showError(err, s.win)
 	}
 }
@@ -331,6 +345,11 @@ func (s *Shell) OpenWizard() {
 	})
 	s.wizard.Win = s.win
 	s.wizard.OnOpenRun = s.OpenRun
+	s.wizard.OnStudy = func(string) {
+		// The new study shows in the Archive's study view, with its trials.
+		s.Show("Archive")
+		s.Archive.Studies()
+	}
 	s.wizardDlg = dialog.NewCustomWithoutButtons("New run", s.wizard.Content(), s.win)
 	s.wizardDlg.Resize(wizardSize(s.win))
 	w := s.wizard

@@ -40,6 +40,28 @@ type studyBackend interface {
 	Studies(ctx context.Context) ([]StudyInfo, error)
 }
 
+// StudySpec is a study the wizard's Search mode launches, in the terms of
+// `niuma tune`: Space and Sets read as its --space and --set.
+type StudySpec struct {
+	Template string // the template's name
+	Source   string // where it comes from: "bundled" or its file (TemplateEntry.Source)
+	Budget   int    // trials
+	Parallel string // "auto" or a number of trials at once
+	Pruner   string // median, asha or none
+	// Space is what to search, one NAME=LO..HI, NAME=LO..HI:log or
+	// NAME=A,B per parameter, in the template's order.
+	Space []string
+	// Sets is the values of the parameters not searched.
+	Sets map[string]string
+}
+
+// studyLauncher is what the engine offers for the wizard's Search mode:
+// store a study and drive its trials, returning its ID. Without it the
+// wizard offers no Search.
+type studyLauncher interface {
+	LaunchStudy(ctx context.Context, spec StudySpec) (id string, err error)
+}
+
 // studyLines is what the study view says about one study: a title and a
 // line of figures, and the suggestion when there is one.
 func studyLines(s StudyInfo) (title, figures, next string) {
@@ -94,6 +116,14 @@ func (v *ArchiveView) Studies() {
 			n.Wrapping = fyne.TextWrapWord
 			n.Importance = widget.LowImportance
 			box.Add(n)
+		}
+		if len(s.Next) > 0 && v.OnLaunch != nil {
+			tmpl, vals := s.Template, s.Next
+			launch := widget.NewButtonWithIcon("Launch suggested…", theme.MediaPlayIcon(), func() {
+				d.Hide()
+				v.OnLaunch(tmpl, vals)
+			})
+			box.Add(launch)
 		}
 		if s.HasBest && s.BestRun != "" && v.OnOpen != nil {
 			id := s.BestRun

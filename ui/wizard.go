@@ -70,7 +70,11 @@ type Wizard struct {
 	// parameters step
 	runCount *widget.Label
 	reset    *keyButton
-	preset   map[string]string // values a Clone or Retry brought, for this wizard only
+	preset   map[string]string  // values a Clone or Retry brought, for this wizard only
+	mode     *widget.RadioGroup // runs or a search; nil when the engine launches no studies
+	search   *searchForm        // the Search mode's form for the chosen template
+	// OnStudy, when set, is told the ID of a study the Search mode launched.
+	OnStudy func(id string)
 	// resources step
 	res       *resourceControls
 	resources Resources // as last read from res
@@ -127,7 +131,7 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 		w.steps = append(w.steps, l)
 	}
 	w.body = container.NewStack()
-	w.back = newKeyButton("Back", theme.NavigateBackIcon(), func() { w.show(w.step - 1) })
+	w.back = newKeyButton("Back", theme.NavigateBackIcon(), w.onBack)
 	w.next = newKeyButton("Next", theme.NavigateNextIcon(), w.onNext)
 	w.next.IconPlacement = widget.ButtonIconTrailingText
 	w.next.Importance = widget.HighImportance
@@ -168,6 +172,16 @@ func NewWizard(b Backend, entries []TemplateEntry, remember map[string]map[strin
 	w.list.OnSelected = w.pickTemplate
 
 	w.runCount = widget.NewLabelWithStyle("", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true})
+	if _, ok := b.(studyLauncher); ok {
+		w.mode = widget.NewRadioGroup([]string{modeRuns, modeSearch}, func(string) {
+			if w.step == stepParams {
+				w.show(stepParams)
+			}
+		})
+		w.mode.Horizontal = true
+		w.mode.Required = true
+		w.mode.Selected = modeRuns
+	}
 
 	execs := append([]string{autoExecutor}, b.Executors()...)
 	w.executor = newKeySelect(execs, func(string) {})
@@ -361,6 +375,9 @@ func (w *Wizard) Preset(name string, values map[string]string, priority int, exe
 			continue
 		}
 		w.preset = values
+		if w.mode != nil {
+			w.mode.SetSelected(modeRuns) // a Clone or a suggestion is one run
+		}
 		if w.selected == i {
 			w.pickTemplate(i) // already picked: build its fields again from the values
 		} else {
@@ -427,6 +444,12 @@ func (w *Wizard) buildFields() {
 		}
 		w.fields = append(w.fields, newParamField(w.tmpl, p, initial, func() { w.validate() }))
 	}
+	w.search = newSearchForm(w.tmpl, func() { w.validate() })
+}
+
+// searching reports whether the wizard is in its Search mode.
+func (w *Wizard) searching() bool {
+	return w.mode != nil && w.mode.Selected == modeSearch && w.search != nil
 }
 
 // usableGPUs is how many healthy GPUs the machine has now.
@@ -485,7 +508,18 @@ func (w *Wizard) show(step int) {
 		hint := widget.NewLabel("Tick \"sweep\" to try several values of a parameter: every combination becomes a run.")
 		hint.Importance = widget.LowImportance
 		hint.Wrapping = fyne.TextWrapWord
-		body = container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(w.reset, w.runCount), hint), nil, nil, nil, container.NewVScroll(rows))
+		var center fyne.CanvasObject = container.NewVScroll(rows)
+		if w.searching() {
+			hint.SetText("The tuner picks each trial's values in the ranges of the ticked parameters, learning from the trials before; " +
+				"the others keep the values below. Trials use the template's resources.")
+			others := widget.NewLabelWithStyle("The other parameters", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+			center = container.NewVScroll(container.NewVBox(w.search.box, widget.NewSeparator(), others, rows))
+		}
+		var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, container.NewHBox(w.reset, w.runCount), hint)
+		if w.mode != nil {
+			top = container.NewVBox(w.mode, top)
+		}
+		body = container.NewBorder(top, nil, nil, nil, center)
 	case stepResources:
 		w.res.acts = sentinelActs(w.tmpl)
 		if n, err := w.runTotal(); err == nil {
@@ -493,6 +527,17 @@ func (w *Wizard) show(step int) {
 		}
 		body = w.resourceForm()
 	case stepReview:
+		if w.searching() {
+			w.specs = nil
+			line := "nothing to launch"
+			if spec, words, err := w.studySpec(); err == nil {
+				line = studyLine(spec, words)
+			}
+			head := widget.NewLabelWithStyle(w.tmpl.Name+": "+line, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+			head.Wrapping = fyne.TextWrapWord
+			body = container.NewVBox(head, widget.NewLabel("Its trials show on the Board as runs; the Archive's Studies view follows the study."))
+			break
+		}
 		w.specs, _ = w.buildSpecs()
 		w.refusal = w.neverFits(w.specs)
 		w.placed = nil
@@ -558,8 +603,20 @@ func plural(n int, one, many string) string {
 
 func (w *Wizard) onNext() {
 	if w.validate() == nil && w.step < stepReview {
+		if w.searching() && w.step == stepParams {
+			w.show(stepReview) // a study's trials use the template's resources
+			return
+		}
 		w.show(w.step + 1)
 	}
+}
+
+func (w *Wizard) onBack() {
+	if w.searching() && w.step == stepReview {
+		w.show(stepParams)
+		return
+	}
+	w.show(w.step - 1)
 }
 
 // validate checks the current step and enables Next (or Launch) only when
@@ -578,7 +635,13 @@ func (w *Wizard) validate() error {
 	if w.step == stepResources {
 		w.updatePreview()
 	}
-	if w.step == stepParams {
+	if w.step == stepParams && w.searching() {
+		if spec, _, cerr := w.studySpec(); cerr == nil {
+			w.runCount.SetText(fmt.Sprintf("%d %s", spec.Budget, plural(spec.Budget, "trial", "trials")))
+		} else {
+			w.runCount.SetText("")
+		}
+	} else if w.step == stepParams {
 		if n, cerr := w.runTotal(); cerr == nil {
 			w.runCount.SetText(fmt.Sprintf("%d %s", n, plural(n, "run", "runs")))
 		} else {
@@ -598,6 +661,10 @@ func (w *Wizard) stepError() error {
 			return errors.New("this template cannot be launched: see why on the right")
 		}
 	case stepParams:
+		if w.searching() {
+			_, _, err := w.studySpec()
+			return err
+		}
 		if _, err := w.runTotal(); err != nil {
 			return err
 		}
@@ -611,6 +678,10 @@ func (w *Wizard) stepError() error {
 		}
 		return err
 	case stepReview:
+		if w.searching() {
+			_, _, err := w.studySpec()
+			return err
+		}
 		if len(w.specs) == 0 {
 			return errors.New("nothing to launch")
 		}
@@ -733,6 +804,10 @@ func (w *Wizard) remembered() map[string]string {
 }
 
 func (w *Wizard) onLaunchTapped() {
+	if w.searching() {
+		w.launchStudy()
+		return
+	}
 	specs, err := w.buildSpecs()
 	if err != nil {
 		w.status.SetText(err.Error())
@@ -883,6 +958,41 @@ func (w *Wizard) submit(specs []engine.RunSpec) {
 			}
 			if ferr == nil && w.onClose != nil {
 				w.onClose()
+			}
+		})
+	}()
+}
+
+// launchStudy creates the study the Search form describes and has the
+// engine drive it; the wizard closes once it is stored.
+func (w *Wizard) launchStudy() {
+	spec, _, err := w.studySpec()
+	sl, ok := w.backend.(studyLauncher)
+	if err != nil || !ok {
+		if err == nil {
+			err = errors.New("this engine launches no studies")
+		}
+		w.status.SetText(err.Error())
+		return
+	}
+	w.remember[w.tmpl.Name] = w.remembered()
+	w.launch.Disable()
+	w.back.Disable()
+	w.status.SetText(fmt.Sprintf("Creating a study of %d trials…", spec.Budget))
+	go func() {
+		id, err := sl.LaunchStudy(context.Background(), spec)
+		fyne.Do(func() {
+			w.back.Enable()
+			w.launch.Enable()
+			if err != nil {
+				w.status.SetText(firstLine(err.Error()))
+				return
+			}
+			if w.onClose != nil {
+				w.onClose()
+			}
+			if w.OnStudy != nil {
+				w.OnStudy(id)
 			}
 		})
 	}()

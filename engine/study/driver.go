@@ -328,7 +328,7 @@ func fullLength(trials []storage.Trial, curves []tuner.Curve) int64 {
 func (d *Driver) launch(ctx context.Context, l Loaded, trials []storage.Trial, n int) error {
 	var sugg []tuner.Suggestion
 	if len(trials) == 0 {
-		sugg = append(sugg, tuner.Suggestion{Values: d.searched(l, l.Fixed), Method: "defaults"})
+		sugg = append(sugg, tuner.Suggestion{Values: baseline(l), Method: "defaults"})
 		n--
 	}
 	if n > 0 {
@@ -521,6 +521,35 @@ func (d *Driver) searched(l Loaded, v template.Values) tuner.Values {
 		if x, ok := v[name]; ok {
 			out[name] = x
 		}
+	}
+	return out
+}
+
+// baseline is the first trial's searched values: the study's own, but
+// for those it narrowed the range or the choices past (`niuma tune
+// --space x=0.6..1`), which take the space's default, inside.
+func baseline(l Loaded) tuner.Values {
+	out := tuner.Values{}
+	for _, p := range l.Space.Params {
+		x, ok := l.Fixed[p.Name]
+		if !ok {
+			continue
+		}
+		switch v := x.(type) {
+		case float64:
+			if v < p.Min || v > p.Max {
+				x = p.Default
+			}
+		case int64:
+			if float64(v) < p.Min || float64(v) > p.Max {
+				x = p.Default
+			}
+		case string:
+			if p.Kind == tuner.Choice && !slices.Contains(p.Choices, v) {
+				x = p.Default
+			}
+		}
+		out[p.Name] = x
 	}
 	return out
 }

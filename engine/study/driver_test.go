@@ -295,3 +295,33 @@ func TestStopEndsAStudy(t *testing.T) {
 	}
 	require.Equal(t, 2, res.Counts()[storage.TrialCancelled]+res.Counts()[storage.TrialDone])
 }
+
+// A study over a narrowed range that leaves the template's default out
+// (`niuma tune --space x=0.6..1`, the wizard's Search mode) suggests its
+// trials in that range: the stored default stays inside it.
+func TestNarrowedRangeWithoutTheDefault(t *testing.T) {
+	e, db := newEngine(t)
+	tm, err := template.Parse("ramp.yaml", []byte(rampYAML))
+	require.NoError(t, err)
+	sp := tm.Space("x", "steps")
+	sp.Params[0].Min, sp.Params[0].Default = 0.6, 0.6 // as narrowParam leaves it
+	sp.Params[1].Min, sp.Params[1].Max, sp.Params[1].Default = 2, 4, int64(2)
+	ctx := context.Background()
+	s, err := Create(ctx, db, Spec{Template: tm, Space: sp, Values: tm.Defaults(), Budget: 2, Parallel: 2, Seed: 1})
+	require.NoError(t, err)
+	l, err := Load(ctx, db, s.ID, tm)
+	require.NoError(t, err)
+	d := &Driver{Engine: e, Store: db}
+	_, err = d.Pass(ctx, l)
+	require.NoError(t, err, "the first trials are suggested")
+	res, err := Status(ctx, db, s.ID)
+	require.NoError(t, err)
+	require.Len(t, res.Trials, 2)
+	for _, tr := range res.Trials {
+		v, err := template.ValuesFromJSON(tm, []byte(tr.Params))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, v["x"].(float64), 0.6, "x in the narrowed range")
+		require.GreaterOrEqual(t, v["steps"].(int64), int64(2))
+		require.LessOrEqual(t, v["steps"].(int64), int64(4), "steps in the narrowed range")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"niuma/engine"
@@ -144,20 +145,40 @@ func Load(ctx context.Context, db *storage.DB, id string, t *template.Template) 
 	if err := json.Unmarshal([]byte(s.Space), &l.Space); err != nil {
 		return Loaded{}, fmt.Errorf("study %s: its stored space: %w", s.ID, err)
 	}
-	fixDefaults(&l.Space, t)
+	FixDefaults(&l.Space, t)
 	if l.Fixed, err = template.ValuesFromJSON(t, []byte(s.Fixed)); err != nil {
 		return Loaded{}, fmt.Errorf("study %s: its stored values: %w", s.ID, err)
 	}
 	return l, nil
 }
 
-// fixDefaults gives the decoded space's defaults their Go types back (JSON
-// reads every number as float64).
-func fixDefaults(s *tuner.Space, t *template.Template) {
+// FixDefaults gives a decoded space's defaults their Go types back (JSON
+// reads every number as float64): the template's, unless the study
+// narrowed the range or the choices past it (`niuma tune --space
+// x=0.6..1`), where the tuner needs a default inside, so its low end or
+// first choice.
+func FixDefaults(s *tuner.Space, t *template.Template) {
 	ref := t.Space(s.Names()...)
 	for i := range s.Params {
-		if p, ok := ref.Param(s.Params[i].Name); ok {
-			s.Params[i].Default = p.Default
+		sp := &s.Params[i]
+		p, ok := ref.Param(sp.Name)
+		if !ok {
+			continue
+		}
+		sp.Default = p.Default
+		switch d := p.Default.(type) {
+		case float64:
+			if d < sp.Min || d > sp.Max {
+				sp.Default = sp.Min
+			}
+		case int64:
+			if float64(d) < sp.Min || float64(d) > sp.Max {
+				sp.Default = int64(sp.Min)
+			}
+		case string:
+			if sp.Kind == tuner.Choice && len(sp.Choices) > 0 && !slices.Contains(sp.Choices, d) {
+				sp.Default = sp.Choices[0]
+			}
 		}
 	}
 }

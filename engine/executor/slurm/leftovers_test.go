@@ -106,7 +106,7 @@ func escapees(rest string) []string {
 loop='trap "" TERM; echo $$ >> "$0"; while :; do sleep 0.1; done'
 setsid /bin/sh -c "$loop" "$pids" </dev/null >/dev/null 2>&1 &
 ( /bin/sh -c "$loop" "$pids" </dev/null >/dev/null 2>&1 & )
-until [ "$(wc -l < "$pids" 2>/dev/null)" -ge 2 ] 2>/dev/null; do sleep 0.05; done
+until [ "$(wc -l 2>/dev/null <"$pids")" -ge 2 ] 2>/dev/null; do sleep 0.05; done # 2> before <: quiet until the file exists
 echo ready
 ` + rest)
 }

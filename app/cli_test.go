@@ -65,6 +65,19 @@ func showJSONOf(t *testing.T, id string) shown {
 	return s
 }
 
+// storedRun is showJSONOf for a condition that polls: a run's folder is
+// written before its row is stored (intent before action), so a run found
+// by its folder may not be shown yet, and that is no failure.
+func storedRun(t *testing.T, id string) (shown, bool) {
+	t.Helper()
+	code, out, _ := niuma(t, "show", id, "--json")
+	var s shown
+	if code != 0 || json.Unmarshal([]byte(out), &s) != nil {
+		return shown{}, false
+	}
+	return s, true
+}
+
 // runID picks the run ID out of `niuma run`'s first line.
 func runID(t *testing.T, out string) string {
 	t.Helper()

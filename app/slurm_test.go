@@ -141,8 +141,8 @@ stages:
 					return false
 				}
 				runDir, id = m[0], filepath.Base(m[0])
-				s := showJSONOf(t, id)
-				return len(s.Metrics) == 1 && s.Metrics[0].Points == 3
+				s, ok := storedRun(t, id)
+				return ok && len(s.Metrics) == 1 && s.Metrics[0].Points == 3
 			}, 2*time.Minute, 50*time.Millisecond, "output: %s", out.String())
 			jobFile := filepath.Join(runDir, "a", ".attempt-1.job")
 			b, err := os.ReadFile(jobFile)

@@ -119,8 +119,8 @@ size 1024 700
 # tick lr's sweep and type the values.
 key ctrl+n
 key Return
-click 900 177          # lr: sweep
-click 500 177          # its values
+click 900 216          # lr: sweep (below the mode choice)
+click 500 216          # its values
 key ctrl+a
 type_text "0.001, 0.003, 0.03, 0.3"
 shot wizard-parameters

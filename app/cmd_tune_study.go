@@ -730,9 +730,10 @@ func nextOf(home string, res study.Result) (next studyNext, space tuner.Space, o
 }
 
 // whyNext says what the model expects of its suggestion, e.g. "expected
-// val_acc 0.9936 ± 0.004 from 16 trials".
-func whyNext(objective string, p *tuner.Prediction) string {
-	return fmt.Sprintf("expected %s %s ± %s from %d trials", objective, objNum(p.Mean), strconv.FormatFloat(p.Std, 'g', 2, 64), p.Trials)
+// val_acc 0.9936 ± 0.004 from 16 trials" (what it learnt from: a study's
+// trials, or the archive's runs).
+func whyNext(objective string, p *tuner.Prediction, from string) string {
+	return fmt.Sprintf("expected %s %s ± %s from %d %s", objective, objNum(p.Mean), strconv.FormatFloat(p.Std, 'g', 2, 64), p.Trials, from)
 }
 
 // explainNext prints what the model expects of the next suggestion, which
@@ -761,7 +762,7 @@ func (c *cli) explainNext(res study.Result) {
 			}
 		}
 		fmt.Fprintf(c.out, "suggested next: %s — %s; driven most by %s\n",
-			strings.Join(vals, " "), whyNext(res.Study.Objective, p), strings.Join(drivers, ", "))
+			strings.Join(vals, " "), whyNext(res.Study.Objective, p, "trials"), strings.Join(drivers, ", "))
 	}
 	var parts []string
 	for _, x := range next.Importance {
@@ -825,7 +826,7 @@ func studySummaries(ctx context.Context, db *storage.DB, home string) ([]studySu
 				for k, v := range next.Values {
 					s.Next[k] = v
 				}
-				s.Why = whyNext(st.Objective, next.Prediction)
+				s.Why = whyNext(st.Objective, next.Prediction, "trials")
 			}
 		}
 		out = append(out, s)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"niuma/engine"
+	"niuma/engine/study"
 	"niuma/engine/template"
 	"niuma/storage"
 	"niuma/ui"
@@ -15,7 +16,8 @@ import (
 
 // windowBackend is the engine as the window uses it: every engine method,
 // and a submit that takes the Resources step's choices (ui's
-// resourceBackend), and the archive's studies (ui's studyBackend). The
+// resourceBackend), the archive's studies (ui's studyBackend) and a
+// template's suggested next run (ui's adviser). The
 // board's ETA is the engine's own RunETA; what a run was launched with is
 // the engine's LaunchedParams and AttemptParams.
 type windowBackend struct {
@@ -76,6 +78,21 @@ func (b windowBackend) Studies(ctx context.Context) ([]ui.StudyInfo, error) {
 		out[i] = ui.StudyInfo(s)
 	}
 	return out, nil
+}
+
+// Advise is the Templates page's "Suggested next" for a template: what
+// the tuner would try next over the template's search space, learnt from
+// the archive's runs of it (study.Advise).
+func (b windowBackend) Advise(ctx context.Context, name string) (ui.Advice, error) {
+	t, err := loadTemplate(b.home, name)
+	if err != nil {
+		return ui.Advice{}, err
+	}
+	a, err := study.Advise(ctx, b.store, b.Engine, t)
+	if err != nil {
+		return ui.Advice{}, err
+	}
+	return ui.Advice{Values: a.Values, Searched: a.Searched, Why: whyNext(a.Objective, &a.Prediction, "runs")}, nil
 }
 
 // SubmitWithResources submits spec with what the Resources step chose on

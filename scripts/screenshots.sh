@@ -167,6 +167,11 @@ click 1624 61 3        # Hyperparameters
 shot hyperparameters
 key Escape
 
+# Templates: the demo's description and what the archive suggests next.
+tab Templates
+click 300 95 3         # digits-mlp, the first template
+shot templates
+
 # Settings: serve Prometheus metrics on a free port, then look.
 size 1024 700
 tab Settings

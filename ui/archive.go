@@ -584,9 +584,13 @@ type ArchiveView struct {
 	ParamLog func(template, param string) (log, known bool)
 	// hparamView is the last hyperparameter view's content, for tests.
 	hparamView *hparamView
-	// studiesBox is the last study view's content, for tests.
-	studiesBox *fyne.Container
-	shownCols  int // columns the table was last sized for
+	// studiesBox is the last study view's content, studiesDlg its dialog;
+	// studiesOpen is set while it is on screen (it is then refreshed with
+	// the archive).
+	studiesBox  *fyne.Container
+	studiesDlg  dialog.Dialog
+	studiesOpen atomic.Bool
+	shownCols   int // columns the table was last sized for
 	// confirm asks before deleting; a seam for tests.
 	confirm func(title, msg string, cb func(bool))
 	// compareView is the last compare window's content, for tests.
@@ -709,7 +713,11 @@ func (v *ArchiveView) Reload(ctx context.Context) {
 			changes[all[i].ID] = ch
 		}
 	}
+	fillStudies := v.refreshStudies(ctx)
 	fyne.DoAndWait(func() {
+		if fillStudies != nil {
+			fillStudies()
+		}
 		if err != nil {
 			v.status.SetText("Could not read the archive: " + err.Error() + ". Check the data directory, then press reload.")
 			return

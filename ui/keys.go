@@ -316,12 +316,23 @@ func showError(err error, win fyne.Window) {
 // focus leaves whatever was focused behind the dialog, so that the keys
 // reach the dialog.
 func showWithKeys(d dialog.Dialog, win fyne.Window, enter, escape func()) {
+	showWithKeysUntil(d, win, enter, escape, nil)
+}
+
+// showWithKeysUntil is showWithKeys that also calls closed, when set, once
+// d has closed (a dialog has one OnClosed, which the keys take).
+func showWithKeysUntil(d dialog.Dialog, win fyne.Window, enter, escape, closed func()) {
 	if win == nil {
 		d.Show()
 		return
 	}
 	pop := pushKeys(win.Canvas(), enter, escape)
-	d.SetOnClosed(pop)
+	d.SetOnClosed(func() {
+		pop()
+		if closed != nil {
+			closed()
+		}
+	})
 	win.Canvas().Unfocus()
 	d.Show()
 }

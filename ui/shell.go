@@ -63,6 +63,7 @@ type Shell struct {
 
 	templates *widget.List
 	tmplInfo  *widget.Label
+	advice    *advicePane // the Templates page's "Suggested next"
 	entries   []TemplateEntry
 	remember  map[string]map[string]string
 	wizardDlg dialog.Dialog
@@ -292,10 +293,10 @@ func (s *Shell) CloneRun(r engine.RunInfo) {
 	s.openPreset(r.Template, r.Params, r.Priority, r.Executor)
 }
 
-// LaunchSuggested opens the wizard on a study's template with the values
-// its model suggests next, as a Clone does: the user reviews them and
-// launches as usual (the duplicate check included). The parameters the
-// study does not search start from the template's defaults.
+// LaunchSuggested opens the wizard on a template with the values a model
+// suggests next (a study's, or the Templates page's), as a Clone does: the
+// user reviews them and launches as usual (the duplicate check included).
+// The parameters not given start from the template's defaults.
 func (s *Shell) LaunchSuggested(tmpl string, values map[string]any) {
 	s.openPreset(tmpl, values, 0, "")
 }
@@ -380,13 +381,18 @@ func (s *Shell) templatesPage() fyne.CanvasObject {
 		e := s.entries[i]
 		o.(*widget.Label).SetText(e.Name + "  ·  " + sourceLabel(e.Source))
 	})
+	s.advice = newAdvicePane(s.LaunchSuggested)
 	s.templates.OnSelected = func(i widget.ListItemID) {
 		e := s.entries[i]
 		switch {
 		case e.Err != nil:
 			s.tmplInfo.SetText(e.Name + " does not parse:\n\n" + e.Err.Error())
+			s.advice.hide()
 		default:
 			s.tmplInfo.SetText(fmt.Sprintf("%s %s (%s)\n\n%s", e.Name, e.Version, e.Source, e.Description))
+			if adv, ok := s.backend.(adviser); ok {
+				s.advice.show(context.Background(), adv, e.Name)
+			}
 		}
 	}
 	hint := "Your own templates: one folder each, with a template.yaml, under " + s.opts.TemplateDir
@@ -397,7 +403,7 @@ func (s *Shell) templatesPage() fyne.CanvasObject {
 	h.Importance = widget.LowImportance
 	h.Wrapping = fyne.TextWrapWord
 	launch := widget.NewButtonWithIcon("New run…", theme.ContentAddIcon(), s.OpenWizard)
-	split := container.NewHSplit(s.templates, container.NewVScroll(container.NewPadded(s.tmplInfo)))
+	split := container.NewHSplit(s.templates, container.NewVScroll(container.NewPadded(container.NewVBox(s.tmplInfo, s.advice.box))))
 	split.Offset = 0.35
 	return container.NewBorder(container.NewPadded(container.NewBorder(nil, nil, nil, launch, h)), nil, nil, nil, split)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -91,7 +92,9 @@ func studyLines(s StudyInfo) (title, figures, next string) {
 }
 
 // Studies shows every study with its progress, best trial (a tap opens
-// it) and next suggestion; Enter and Escape close it.
+// it) and next suggestion; Enter and Escape close it. While it is open it
+// stays live: each reload of the archive (a run submitted or changing
+// state, which is what a trial is) reads the studies again.
 func (v *ArchiveView) Studies() {
 	sb, ok := v.backend.(studyBackend)
 	if !ok || v.win == nil {
@@ -103,10 +106,64 @@ func (v *ArchiveView) Studies() {
 		return
 	}
 	box := container.NewVBox()
+	scroll := container.NewVScroll(box)
+	scroll.SetMinSize(fyne.NewSize(640, 360))
+	d := dialog.NewCustom("Studies", "Close", scroll, v.win)
+	v.studiesBox, v.studiesDlg = box, d
+	v.fillStudies(studies)
+	v.studiesOpen.Store(true)
+	closed := make(chan struct{})
+	showWithKeysUntil(d, v.win, d.Hide, d.Hide, func() {
+		v.studiesOpen.Store(false)
+		close(closed)
+	})
+	// A study's own changes (it ends, its next suggestion moves) come
+	// with no run event: read them every couple of seconds too.
+	go func() {
+		tick := time.NewTicker(studiesPeriod)
+		defer tick.Stop()
+		for {
+			select {
+			case <-closed:
+				return
+			case <-tick.C:
+				if fill := v.refreshStudies(context.Background()); fill != nil {
+					fyne.Do(fill)
+				}
+			}
+		}
+	}()
+}
+
+// studiesPeriod is how often the open study view reads the studies again.
+const studiesPeriod = 2 * time.Second
+
+// refreshStudies reads the studies again for the open study view (off
+// Fyne's thread); fill, called on it, shows them. Nil while none is open
+// or the read failed (the view keeps what it shows).
+func (v *ArchiveView) refreshStudies(ctx context.Context) (fill func()) {
+	sb, ok := v.backend.(studyBackend)
+	if !ok || !v.studiesOpen.Load() {
+		return nil
+	}
+	studies, err := sb.Studies(ctx)
+	if err != nil {
+		return nil
+	}
+	return func() {
+		if v.studiesOpen.Load() {
+			v.fillStudies(studies)
+		}
+	}
+}
+
+// fillStudies puts studies in the study view, in place of what it showed.
+func (v *ArchiveView) fillStudies(studies []StudyInfo) {
+	box, d := v.studiesBox, v.studiesDlg
+	box.RemoveAll()
 	if len(studies) == 0 {
 		box.Add(widget.NewLabel("No studies yet: `niuma tune TEMPLATE --budget 40` starts one."))
 	}
-	var d dialog.Dialog
 	for _, s := range studies {
 		title, figures, next := studyLines(s)
 		box.Add(widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
@@ -134,9 +191,5 @@ func (v *ArchiveView) Studies() {
 		}
 		box.Add(widget.NewSeparator())
 	}
-	scroll := container.NewVScroll(box)
-	scroll.SetMinSize(fyne.NewSize(640, 360))
-	d = dialog.NewCustom("Studies", "Close", scroll, v.win)
-	v.studiesBox = box
-	showWithKeys(d, v.win, d.Hide, d.Hide)
+	box.Refresh()
 }

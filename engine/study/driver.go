@@ -462,7 +462,8 @@ func (d *Driver) tunerTrials(l Loaded, trials []storage.Trial) ([]tuner.Trial, e
 // study's template (the same template text) from outside the study whose
 // other parameters have the study's values. The tuner learns from them as
 // finished trials; they spend none of the budget. Read once per driver:
-// finished runs do not change.
+// finished runs do not change. A study not stored (Advise's, with no ID)
+// learns from every such run.
 func (d *Driver) warmStart(ctx context.Context, l Loaded) ([]tuner.Trial, error) {
 	if d.warmed {
 		return slices.Clone(d.warm), nil
@@ -473,7 +474,7 @@ func (d *Driver) warmStart(ctx context.Context, l Loaded) ([]tuner.Trial, error)
 	}
 	fixed := d.fixedOf(l)
 	for _, r := range runs {
-		if r.Sweep == l.ID || r.Template != l.TemplateName || r.TemplateYAML != l.TemplateYAML {
+		if (l.ID != "" && r.Sweep == l.ID) || r.Template != l.TemplateName || r.TemplateYAML != l.TemplateYAML {
 			continue
 		}
 		v, err := template.ValuesFromJSON(l.Template, []byte(r.Params))

@@ -1,0 +1,143 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+
+	"niuma/engine/template"
+	"niuma/storage"
+	"niuma/tuner"
+)
+
+// Advice is what the archive suggests running next of a template, outside
+// any study: the tuner's next point over the template's search space,
+// learnt from the template's succeeded runs.
+type Advice struct {
+	// Values is every parameter of the run to launch: the suggested
+	// values of the searched ones, and for the others the values the
+	// runs it learnt from share.
+	Values     template.Values
+	Searched   []string // the searched parameters, in the template's order
+	Prediction tuner.Prediction
+	// Runs is how many earlier runs it learnt from; Objective and Goal
+	// are what they are judged by (the template's objective).
+	Runs            int
+	Objective, Goal string
+}
+
+// TooFewRuns is Advise's answer while the archive holds fewer than two
+// comparable runs: a model needs two results to say anything.
+type TooFewRuns struct {
+	Template, Objective string
+	Have                int // comparable runs so far
+}
+
+func (e *TooFewRuns) Error() string {
+	return fmt.Sprintf("a suggestion needs 2 succeeded runs of %s that report %s with the same other values; the archive has %d", e.Template, e.Objective, e.Have)
+}
+
+// Advise works out the next run of t to try from the archive: the
+// template's searchable parameters (its tune.search) are searched; its
+// succeeded runs (of the same template text) are the finished trials, and
+// of those only the ones that share their other values with the most
+// others (the archive's largest comparable group; the newest wins a tie),
+// so that the model compares like with like. The suggestion is seeded:
+// the same archive gives the same advice. With fewer than two such runs it
+// returns ErrTooFewRuns, wrapped with how many there are.
+func Advise(ctx context.Context, db *storage.DB, eng Engine, t *template.Template) (Advice, error) {
+	if t == nil || t.Objective.Metric == "" {
+		return Advice{}, errors.New("the template declares no objective, so there is nothing to judge runs by")
+	}
+	names := t.Searchable()
+	if len(names) == 0 {
+		return Advice{}, errors.New("the template has no parameter to search")
+	}
+	space := t.Space(names...)
+	if err := space.Searchable(); err != nil {
+		return Advice{}, err
+	}
+	runs, err := db.ListRuns(ctx, storage.RunFilter{States: []storage.RunState{storage.RunSucceeded}})
+	if err != nil {
+		return Advice{}, err
+	}
+	fixed, n := largestGroup(t, space, runs)
+	a := Advice{Searched: space.Names(), Objective: t.Objective.Metric, Goal: t.Objective.Goal}
+	if n < 2 {
+		return a, &TooFewRuns{Template: t.Name, Objective: t.Objective.Metric, Have: n}
+	}
+	l := Loaded{Study: storage.Study{TemplateName: t.Name, TemplateYAML: string(t.YAML), Objective: t.Objective.Metric, Goal: t.Objective.Goal},
+		Template: t, Space: space, Fixed: fixed}
+	d := &Driver{Engine: eng, Store: db, stageOf: map[string]string{}}
+	trials, err := d.warmStart(ctx, l)
+	if err != nil {
+		return a, err
+	}
+	if len(trials) < 2 {
+		return a, &TooFewRuns{Template: t.Name, Objective: t.Objective.Metric, Have: len(trials)}
+	}
+	// The model places the point at once: an opening design is for a
+	// study with a budget to spend, not for one piece of advice.
+	cfg := tuner.Config{Space: space, Goal: tuner.Goal(t.Objective.Goal), Fixed: d.fixedOf(l), Startup: 2}
+	sugg, err := tuner.Suggest(cfg, trials, 1)
+	if err != nil {
+		return a, err
+	}
+	if len(sugg) != 1 || sugg[0].Prediction == nil {
+		return a, errors.New("the tuner made no prediction")
+	}
+	a.Values = maps.Clone(fixed)
+	for k, x := range sugg[0].Values {
+		a.Values[k] = x
+	}
+	a.Prediction, a.Runs = finitePrediction(*sugg[0].Prediction), len(trials)
+	return a, nil
+}
+
+// largestGroup is the values of the runs of t that share their values
+// outside space with the most other runs, and how many runs share them
+// (runs come newest first, so the newest group wins a tie).
+func largestGroup(t *template.Template, space tuner.Space, runs []storage.Run) (template.Values, int) {
+	type group struct {
+		values template.Values
+		n, at  int
+	}
+	groups := map[string]*group{}
+	for i, r := range runs {
+		if r.Template != t.Name || r.TemplateYAML != string(t.YAML) {
+			continue
+		}
+		v, err := template.ValuesFromJSON(t, []byte(r.Params))
+		if err != nil {
+			continue // values the template no longer takes
+		}
+		key := ""
+		for _, p := range t.Params {
+			if _, searched := space.Param(p.Name); !searched {
+				key += p.Name + "=" + template.FormatValue(v[p.Name]) + "\x00"
+			}
+		}
+		g, ok := groups[key]
+		if !ok {
+			g = &group{values: v, at: i}
+			groups[key] = g
+		}
+		g.n++
+	}
+	all := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		all = append(all, g)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].n != all[j].n {
+			return all[i].n > all[j].n
+		}
+		return all[i].at < all[j].at
+	})
+	if len(all) == 0 {
+		return nil, 0
+	}
+	return all[0].values, all[0].n
+}

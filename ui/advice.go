@@ -1,0 +1,106 @@
+package ui
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// Advice is what the archive suggests running next of a template, outside
+// any study: the Templates page's "Suggested next", one click from the
+// wizard.
+type Advice struct {
+	Values   map[string]any // every parameter of the run to launch
+	Searched []string       // the parameters the tuner chose, in the template's order
+	Why      string         // what the model expects, e.g. "expected val_acc 0.975 ± 0.004 from 14 runs"
+}
+
+// adviser is what the engine offers for it. Without it the Templates page
+// suggests nothing.
+type adviser interface {
+	Advise(ctx context.Context, template string) (Advice, error)
+}
+
+// adviceText is the page's line for a: the searched values, short, and why.
+func adviceText(a Advice) string {
+	pairs := make([]string, 0, len(a.Searched))
+	for _, k := range a.Searched {
+		if x, ok := a.Values[k]; ok {
+			v := formatParam(x)
+			if f, isFloat := x.(float64); isFloat {
+				v = strconv.FormatFloat(f, 'g', 3, 64)
+			}
+			pairs = append(pairs, k+"="+v)
+		}
+	}
+	text := "Suggested next: " + strings.Join(pairs, ", ")
+	if a.Why != "" {
+		text += " — " + a.Why
+	}
+	return text
+}
+
+// advicePane is the Templates page's suggestion for the template on
+// screen: a line, and a button that opens the wizard with its values.
+type advicePane struct {
+	line   *widget.Label
+	launch *widget.Button
+	box    *fyne.Container
+
+	shown  string // the template the pane is for
+	values map[string]any
+	open   func(tmpl string, values map[string]any)
+}
+
+func newAdvicePane(open func(string, map[string]any)) *advicePane {
+	p := &advicePane{line: widget.NewLabel(""), open: open}
+	p.line.Wrapping = fyne.TextWrapWord
+	p.launch = widget.NewButtonWithIcon("Launch it…", theme.MediaPlayIcon(), func() {
+		if p.values != nil {
+			p.open(p.shown, p.values)
+		}
+	})
+	p.launch.Hide()
+	p.box = container.NewVBox(p.line, container.NewHBox(p.launch))
+	p.box.Hide()
+	return p
+}
+
+// show works out the suggestion for tmpl with adv, off the UI goroutine
+// (it reads every earlier run's curve), saying so meanwhile; a later show
+// for another template wins.
+func (p *advicePane) show(ctx context.Context, adv adviser, tmpl string) {
+	p.shown, p.values = tmpl, nil
+	p.line.Importance = widget.LowImportance
+	p.line.SetText("Suggested next: working it out from the earlier runs of " + tmpl + "…")
+	p.launch.Hide()
+	p.box.Show()
+	go func() {
+		a, err := adv.Advise(ctx, tmpl)
+		fyne.Do(func() {
+			if p.shown != tmpl {
+				return
+			}
+			if err != nil {
+				p.line.Importance = widget.LowImportance
+				p.line.SetText("No suggestion yet: " + err.Error())
+				return
+			}
+			p.values = a.Values
+			p.line.Importance = widget.MediumImportance
+			p.line.SetText(adviceText(a))
+			p.launch.Show()
+		})
+	}()
+}
+
+// hide empties the pane (a template that does not parse).
+func (p *advicePane) hide() {
+	p.shown, p.values = "", nil
+	p.box.Hide()
+}

@@ -1,0 +1,142 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"github.com/stretchr/testify/require"
+)
+
+// adviserFake answers the Templates page's question from a table.
+type adviserFake struct {
+	fakeBackend
+	amu    sync.Mutex
+	advice map[string]Advice
+	asked  []string
+}
+
+func (a *adviserFake) Advise(_ context.Context, tmpl string) (Advice, error) {
+	a.amu.Lock()
+	defer a.amu.Unlock()
+	a.asked = append(a.asked, tmpl)
+	adv, ok := a.advice[tmpl]
+	if !ok {
+		return Advice{}, errors.New("a suggestion needs 2 succeeded runs of " + tmpl + " that report val_acc with the same other values; the archive has 1")
+	}
+	return adv, nil
+}
+
+// The Templates page says what to run next of the template on screen, as
+// the archive's model sees it, and one click opens the wizard with those
+// values; a template with too few runs says why it has no suggestion.
+func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
+	b := &adviserFake{advice: map[string]Advice{"demo": {
+		Values:   map[string]any{"lr": 0.0031622776601683794, "hidden": int64(128), "optimizer": "sgd"},
+		Searched: []string{"lr", "hidden"},
+		Why:      "expected val_acc 0.975 ± 0.004 from 14 runs",
+	}}}
+	test.NewTempApp(t)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	s := NewShell(b, NewMainView(b, w), Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
+	w.SetContent(s.Content())
+	w.Resize(fyne.NewSize(1200, 780))
+	s.Show("Templates")
+	require.False(t, s.advice.box.Visible(), "nothing picked, nothing suggested")
+
+	s.templates.Select(1) // demo
+	require.Eventually(t, func() bool {
+		var text string
+		fyne.DoAndWait(func() { text = s.advice.line.Text })
+		return text == "Suggested next: lr=0.00316, hidden=128 — expected val_acc 0.975 ± 0.004 from 14 runs"
+	}, 10*time.Second, 10*time.Millisecond, "got %q", s.advice.line.Text)
+	require.True(t, s.advice.launch.Visible())
+	test.Tap(s.advice.launch)
+	require.NotNil(t, s.wizard, "the wizard opened")
+	require.Equal(t, stepParams, s.wizard.step, "on the parameters, to review")
+	require.Equal(t, "demo", s.wizard.tmpl.Name)
+	require.Equal(t, "0.0031622776601683794", fieldOf(s.wizard, "lr").entry.Text, "the value itself, not its rounding")
+	require.Equal(t, "128", fieldOf(s.wizard, "hidden").entry.Text)
+	require.Equal(t, "sgd", fieldOf(s.wizard, "optimizer").sel.Selected, "the other values of the runs it learnt from")
+	test.Tap(s.wizard.cancel)
+
+	s.templates.Select(0) // broken: does not parse
+	require.False(t, s.advice.box.Visible())
+
+	b.amu.Lock()
+	b.advice = nil
+	b.amu.Unlock()
+	s.templates.Unselect(0)
+	s.templates.Select(1)
+	require.Eventually(t, func() bool {
+		var text string
+		fyne.DoAndWait(func() { text = s.advice.line.Text })
+		return text == "No suggestion yet: a suggestion needs 2 succeeded runs of demo that report val_acc with the same other values; the archive has 1"
+	}, 10*time.Second, 10*time.Millisecond, "got %q", s.advice.line.Text)
+	require.False(t, s.advice.launch.Visible(), "nothing to launch")
+	require.Equal(t, []string{"demo", "demo"}, b.asked, "a template that does not parse is not asked about")
+}
+
+// liveStudies is a study backend whose studies change under the test.
+type liveStudies struct {
+	fakeBackend
+	smu     sync.Mutex
+	studies []StudyInfo
+}
+
+func (l *liveStudies) Studies(context.Context) ([]StudyInfo, error) {
+	l.smu.Lock()
+	defer l.smu.Unlock()
+	return append([]StudyInfo(nil), l.studies...), nil
+}
+
+func (l *liveStudies) set(s ...StudyInfo) {
+	l.smu.Lock()
+	defer l.smu.Unlock()
+	l.studies = s
+}
+
+// The study view is live: a trial's run changing (the archive's reload)
+// shows the study's new figures, and so does a study's own change, with
+// no run event, within a few seconds; closed, it reads nothing more.
+func TestStudyViewIsLive(t *testing.T) {
+	b := &liveStudies{fakeBackend: fakeBackend{archive: archiveRuns(time.Now())}}
+	b.set(StudyInfo{ID: "st1", Template: "demo", State: "running", Objective: "val_acc", Goal: "max", Budget: 8, Done: 2, Running: 2})
+	test.NewTempApp(t)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	v := NewArchiveView(b, w)
+	w.SetContent(v.Content())
+	w.Resize(fyne.NewSize(1000, 600))
+	test.Tap(v.studies)
+	boxText := func() []string {
+		var got []string
+		fyne.DoAndWait(func() { got = texts(v.studiesBox) })
+		return got
+	}
+	require.Contains(t, boxText(), "2 of 8 trials done · 2 running")
+
+	b.set(StudyInfo{ID: "st1", Template: "demo", State: "running", Objective: "val_acc", Goal: "max", Budget: 8, Done: 3, Running: 2,
+		Best: 0.95, HasBest: true, BestRun: "r-a"})
+	v.Reload(context.Background()) // what a trial's run event does while the Archive is on screen
+	require.Contains(t, boxText(), "3 of 8 trials done · 2 running · best val_acc ↑ 0.95 (run r-a)")
+
+	b.set(StudyInfo{ID: "st1", Template: "demo", State: "done", Objective: "val_acc", Goal: "max", Budget: 8, Done: 8,
+		Best: 0.97, HasBest: true, BestRun: "r-b"})
+	require.Eventually(t, func() bool {
+		got := boxText()
+		return len(got) > 0 && got[0] == "st1 · demo · done"
+	}, 10*time.Second, 20*time.Millisecond, "the view followed the study's end")
+
+	pressKey(w, fyne.KeyEscape)
+	require.Nil(t, w.Canvas().Overlays().Top())
+	require.False(t, v.studiesOpen.Load())
+	b.set()
+	v.Reload(context.Background())
+	require.Contains(t, boxText(), "st1 · demo · done", "a closed view is not read again")
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
-	"niuma/shepherd/predict"
 	"niuma/ui"
 )
 
@@ -46,7 +45,7 @@ stages:
 	})
 	require.True(t, ok, "the window's backend takes a run's own resources")
 	eb, ok := b.(interface {
-		RunETA(context.Context, string) (predict.Estimate, error)
+		RunETA(context.Context, string) (engine.ETA, error)
 	})
 	require.True(t, ok, "the window's backend gives the board its ETAs")
 	tm, err := loadTemplate(home, path)
@@ -59,7 +58,7 @@ stages:
 	require.NoError(t, err)
 	est, err := eb.RunETA(ctx, first.ID)
 	require.NoError(t, err)
-	require.False(t, est.Known(), "no history: no ETA (%v)", est)
+	require.False(t, est.Known, "no history: no ETA (%v)", est)
 	require.NoError(t, s.engine.Cancel(ctx, first.ID))
 
 	for _, n := range []string{"2", "3", "4"} {
@@ -105,20 +104,21 @@ stages:
 
 	est, err = eb.RunETA(ctx, info.ID)
 	require.NoError(t, err)
-	require.True(t, est.Known())
-	require.Equal(t, 3, est.N, "learnt from the three earlier runs")
-	require.Greater(t, est.Median, 200*time.Millisecond, "two stages of about 0.2 s each still to run")
-	require.Less(t, est.Median, 5*time.Second)
-	require.LessOrEqual(t, est.Low, est.Median)
-	require.GreaterOrEqual(t, est.High, est.Median)
-	require.Regexp(t, `^[0-9]+ s, from 3 earlier runs$`, est.String(), "as the board writes it after \"ETA \"")
+	require.True(t, est.Known)
+	require.Equal(t, 3, est.Runs, "learnt from the three earlier runs")
+	require.Greater(t, est.Left, 200*time.Millisecond, "two stages of about 0.2 s each still to run")
+	require.Less(t, est.Left, 5*time.Second)
+	require.LessOrEqual(t, est.Low, est.Left)
+	require.GreaterOrEqual(t, est.High, est.Left)
+	require.Regexp(t, `^[0-9]+ s, from 3 earlier runs$`, est.Words(), "as the board writes it after \"ETA \"")
 
 	// The user's estimate says it for the stage it is given to.
 	withEst, err := rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm, Values: map[string]any{"n": int64(8)}}, ui.Resources{Estimate: 2 * time.Hour})
 	require.NoError(t, err)
 	est, err = eb.RunETA(ctx, withEst.ID)
 	require.NoError(t, err)
-	require.Greater(t, est.Median, 2*time.Hour)
+	require.Greater(t, est.Left, 2*time.Hour)
+	require.Regexp(t, `^2\.[0-9] h, from 3 earlier runs and the estimates given$`, est.Words())
 
 	// What this machine can never hold is refused, and nothing is stored.
 	before := runDirs(t, home)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"niuma/shepherd/predict"
@@ -95,34 +96,69 @@ func (e *Engine) learn(ctx context.Context, lr *liveRun) {
 // ETA is how long a run is expected to take still, and what says so.
 type ETA struct {
 	Left time.Duration // 0 with Known false: nothing to go by
+	// Low and High bound Left: the predictor's bounds summed over the
+	// unfinished stages (less what a running one has run).
+	Low, High time.Duration
 	// Runs is how many earlier runs of its template the prediction learnt
-	// from; 0 when the user's estimates alone say it.
-	Runs  int
-	Known bool
-	// Stages is each unfinished stage's estimate of its whole run time.
+	// from; Given is set when a stage's own estimate (the user's) said its
+	// share, and Paced when a running stage's share is from its own pace
+	// (the steps it reports against its total_steps).
+	Runs         int
+	Given, Paced bool
+	Known        bool
+	// Stages is each unfinished stage's estimate of its whole run time,
+	// from its start.
 	Stages map[string]predict.Estimate
 }
 
-// String is the ETA as `niuma show` and the board write it: "ETA 14 min,
-// from 9 earlier runs".
+// String is the ETA as `niuma show` writes it: "ETA 14 min, from 9
+// earlier runs".
 func (t ETA) String() string {
-	switch {
-	case !t.Known:
+	if !t.Known {
 		return "ETA unknown (no earlier runs of this template)"
-	case t.Runs == 0:
-		return fmt.Sprintf("ETA %s, from the estimates given", predict.Words(t.Left))
-	case t.Runs == 1:
-		return fmt.Sprintf("ETA %s, from 1 earlier run", predict.Words(t.Left))
 	}
-	return fmt.Sprintf("ETA %s, from %d earlier runs", predict.Words(t.Left), t.Runs)
+	return "ETA " + t.Words()
 }
+
+// Words is a known ETA without its "ETA", as the board writes it after
+// "ETA" or "then runs about": "4 min, from its progress and 9 earlier
+// runs".
+func (t ETA) Words() string {
+	var from []string
+	if t.Paced {
+		from = append(from, "its progress")
+	}
+	switch {
+	case t.Runs == 1:
+		from = append(from, "1 earlier run")
+	case t.Runs > 1:
+		from = append(from, fmt.Sprintf("%d earlier runs", t.Runs))
+	}
+	if t.Given || len(from) == 0 {
+		from = append(from, "the estimates given")
+	}
+	return predict.Words(t.Left) + ", from " + strings.Join(from, " and ")
+}
+
+// TotalStepsKey is the metric a workload reports its total number of
+// steps with ({"step": 12, "loss": 0.4, "total_steps": 30}): the board
+// shows how far the stage is, and its ETA follows the stage's pace.
+const TotalStepsKey = "total_steps"
+
+// minPace is how far a running stage must be before its own pace says
+// its share of the ETA in place of the earlier runs (or the user's
+// estimate): at its first steps its start-up weighs too much. A stage
+// with neither goes by its pace from the first step.
+const minPace = 0.05
 
 // ETA predicts how much longer an unfinished run takes: for each stage not
 // yet done, the user's estimate or the predictor's median (learnt from the
-// template's earlier succeeded runs), less what a running stage has run.
-// Stages run one after another here, so this is an upper bound when
-// independent stages run side by side. It reads storage, so it answers in
-// any process.
+// template's earlier succeeded runs), less what a running stage has run;
+// a running stage that reports its total_steps goes by its own pace once
+// it is minPace of the way (so a run of 500 epochs after runs of 30 is
+// not said to end in a second). Stages run one after another here, so
+// this is an upper bound when independent stages run side by side. It
+// reads storage, so it answers in any process.
 func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 	var out ETA
 	if info.State.Done() {
@@ -136,6 +172,15 @@ func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 	if err != nil {
 		return out, err
 	}
+	var paces map[string]pace
+	for _, s := range stages {
+		if s.State == storage.StageRunning {
+			if paces, err = e.paces(ctx, info.ID); err != nil {
+				return out, err
+			}
+			break
+		}
+	}
 	params := numericParams(info.Params)
 	now := time.Now()
 	out.Known, out.Stages = true, map[string]predict.Estimate{}
@@ -146,17 +191,97 @@ func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 		est := predict.Estimate{Median: s.Estimate, Low: s.Estimate, High: s.Estimate}
 		if s.Estimate <= 0 {
 			est = p.Predict(predict.Query{Key: predictKey(info.Template, s.Name), Params: params})
-			out.Runs = max(out.Runs, est.N)
+		}
+		ran := time.Duration(0)
+		if s.State == storage.StageRunning && !s.StartedAt.IsZero() {
+			ran = now.Sub(s.StartedAt)
+		}
+		paced := false
+		if pc, ok := paces[s.Name]; ok && s.State == storage.StageRunning && (pc.done >= minPace || !est.Known()) {
+			whole := ran + pc.left(now)
+			est, paced = predict.Estimate{Median: whole, Low: whole, High: whole}, true
 		}
 		if !est.Known() {
 			return ETA{}, nil
 		}
-		out.Stages[s.Name] = est
-		left := est.Median
-		if s.State == storage.StageRunning && !s.StartedAt.IsZero() {
-			left = max(left-now.Sub(s.StartedAt), 0)
+		switch {
+		case paced:
+			out.Paced = true
+		case s.Estimate > 0:
+			out.Given = true
+		default:
+			out.Runs = max(out.Runs, est.N)
 		}
-		out.Left += left
+		out.Stages[s.Name] = est
+		out.Left += max(est.Median-ran, 0)
+		out.Low += max(est.Low-ran, 0)
+		out.High += max(est.High-ran, 0)
+	}
+	return out, nil
+}
+
+// pace is how far a running stage's latest attempt is by its own report.
+type pace struct {
+	done    float64   // share of its total_steps, in (0, 1]
+	perStep float64   // seconds a step has taken, start-up included
+	steps   int64     // steps still to go
+	at      time.Time // when it last reported
+}
+
+// left is how long the stage still has to go at its pace: the steps to
+// go, less the time since it last reported.
+func (p pace) left(now time.Time) time.Duration {
+	d := time.Duration(p.perStep*float64(p.steps)*float64(time.Second)) - now.Sub(p.at)
+	return max(d, 0)
+}
+
+// paces reads the pace of each stage of a run whose latest attempt
+// reports a total_steps and has made a step.
+func (e *Engine) paces(ctx context.Context, runID string) (map[string]pace, error) {
+	sums, err := e.store.MetricSummaries(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		stage   string
+		attempt int
+	}
+	totals := map[key]float64{}
+	latest := map[key]storage.MetricPoint{}
+	for _, m := range sums {
+		k := key{m.Stage, m.Attempt}
+		if m.Key == TotalStepsKey {
+			totals[k] = m.Last.Value
+			continue
+		}
+		if l, ok := latest[k]; !ok || m.Last.Step > l.Step {
+			latest[k] = m.Last
+		}
+	}
+	if len(totals) == 0 {
+		return nil, nil
+	}
+	attempts, err := e.store.Attempts(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	started := map[key]time.Time{}
+	for _, a := range attempts {
+		started[key{a.Stage, a.Number}] = a.StartedAt
+	}
+	out := map[string]pace{}
+	for k, total := range totals {
+		last, ok := latest[k]
+		start := started[k]
+		if !ok || !(total >= 1) || last.Step < 1 || start.IsZero() {
+			continue
+		}
+		at := last.Wall
+		if at.IsZero() || at.Before(start) {
+			continue
+		}
+		step := min(float64(last.Step), total)
+		out[k.stage] = pace{done: step / total, perStep: at.Sub(start).Seconds() / step, steps: int64(total - step), at: at}
 	}
 	return out, nil
 }

@@ -169,7 +169,7 @@ key Escape
 
 # Templates: the demo's description and what the archive suggests next.
 tab Templates
-click 300 95 3         # digits-mlp, the first template
+click 200 70 3          # digits-mlp, the first template
 shot templates
 
 # Settings: serve Prometheus metrics on a free port, then look.

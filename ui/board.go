@@ -157,16 +157,11 @@ func stageRunning(r engine.RunInfo) bool {
 	return false
 }
 
-// totalKey is the metric a workload reports its total number of steps
-// with ({"step": 12, "loss": 0.4, "total_steps": 30}); the board then
-// shows how far it is.
-const totalKey = "total_steps"
-
 // progressOf is how far a run is, from the stage that reports its total:
 // "train step 12/30".
 func progressOf(last []engine.Point) (float64, string, bool) {
 	for _, p := range last {
-		if p.Key != totalKey || !(p.Value > 0) {
+		if p.Key != engine.TotalStepsKey || !(p.Value > 0) {
 			continue
 		}
 		step := p.Step

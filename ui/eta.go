@@ -4,28 +4,26 @@ import (
 	"context"
 
 	"niuma/engine"
-
-	"niuma/shepherd/predict"
 )
 
-// etaBackend is what the engine offers for the board's ETA: the
-// predictor's estimate of how much longer a run has to go (its stages
-// still to run, less what the running one has done), learnt from the
-// template's earlier runs. Without it the board shows progress and
-// elapsed time only.
+// etaBackend is what the engine offers for the board's ETA: how much
+// longer a run has to go (its stages still to run, less what the running
+// one has done), learnt from the template's earlier runs and the running
+// stage's own pace. Without it the board shows progress and elapsed time
+// only.
 type etaBackend interface {
-	RunETA(ctx context.Context, runID string) (predict.Estimate, error)
+	RunETA(ctx context.Context, runID string) (engine.ETA, error)
 }
 
 // readETAs asks for the ETA of each active run on the board.
-func readETAs(ctx context.Context, b Backend, m *boardModel) map[string]predict.Estimate {
+func readETAs(ctx context.Context, b Backend, m *boardModel) map[string]engine.ETA {
 	eb, ok := b.(etaBackend)
 	if !ok {
 		return nil
 	}
-	out := map[string]predict.Estimate{}
+	out := map[string]engine.ETA{}
 	for _, it := range m.queue {
-		if e, err := eb.RunETA(ctx, it.id); err == nil && e.Known() {
+		if e, err := eb.RunETA(ctx, it.id); err == nil && e.Known {
 			out[it.id] = e
 		}
 	}
@@ -36,7 +34,7 @@ func readETAs(ctx context.Context, b Backend, m *boardModel) map[string]predict.
 // runs" for a running run, how long it will run once placed for a waiting
 // one (a running run with no stage running, its next waiting for a GPU,
 // too: it is not nearly done, whatever the ETA of its stages says).
-func addETAs(m *boardModel, etas map[string]predict.Estimate) {
+func addETAs(m *boardModel, etas map[string]engine.ETA) {
 	for i := range m.queue {
 		e, ok := etas[m.queue[i].id]
 		if !ok {
@@ -44,9 +42,9 @@ func addETAs(m *boardModel, etas map[string]predict.Estimate) {
 		}
 		it := &m.queue[i]
 		if it.state == engine.Running && !it.idle {
-			it.detail += " · ETA " + e.String()
+			it.detail += " · ETA " + e.Words()
 		} else {
-			it.detail += " · then runs about " + e.String()
+			it.detail += " · then runs about " + e.Words()
 		}
 	}
 }

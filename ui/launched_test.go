@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
-	"niuma/shepherd/predict"
 )
 
 // launchedBackend also says what runs were launched with and what each
@@ -128,11 +127,11 @@ func TestSentinelMarkWithoutLaunchRecords(t *testing.T) {
 // etaFake gives the predictor's estimate for r1.
 type etaFake struct{ fakeBackend }
 
-func (e *etaFake) RunETA(_ context.Context, id string) (predict.Estimate, error) {
+func (e *etaFake) RunETA(_ context.Context, id string) (engine.ETA, error) {
 	if id == "r1" {
-		return predict.Estimate{Median: 14 * time.Minute, N: 9}, nil
+		return engine.ETA{Left: 14 * time.Minute, Runs: 9, Known: true}, nil
 	}
-	return predict.Estimate{}, nil
+	return engine.ETA{}, nil
 }
 
 func TestBoardShowsTheETA(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
-	"niuma/shepherd/predict"
 )
 
 // These tests come from a first-use trial of the window (a new user
@@ -166,7 +165,7 @@ func TestBoardGivesAWaitingRunNoETA(t *testing.T) {
 	st[1].Reason, st[1].ReasonCode = "needs 1×60 GiB; largest free is 20 GiB on GPU 0; first in line", "gpu_memory"
 	m := buildBoard(simSnapshot(t, "2xA100-80GB"), []engine.RunInfo{
 		{ID: "r3", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now, Stages: st}}, nil, nil, now)
-	addETAs(&m, map[string]predict.Estimate{"r3": {Median: 14 * time.Second, N: 2}})
+	addETAs(&m, map[string]engine.ETA{"r3": {Left: 14 * time.Second, Runs: 2, Known: true}})
 	require.NotContains(t, m.queue[0].detail, "ETA")
 	require.Contains(t, m.queue[0].detail, "waits: train: needs 1×60 GiB")
 	require.Contains(t, m.queue[0].detail, "then runs about 14 s, from 2 earlier runs")

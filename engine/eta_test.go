@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A stage that reports its total_steps is judged by its own pace once it
+// is some way in: a run of 100 steps after three runs of 3 is not said to
+// end in a second, and the ETA says what it went by. Before its first
+// steps, the earlier runs say it.
+func TestETAFollowsTheStagesPace(t *testing.T) {
+	h := newHarness(t)
+	e := h.engine()
+	h.drive(e)
+	gate := filepath.Join(t.TempDir(), "go")
+	tm := parse(t, `
+name: paced
+params:
+  n: {type: int, default: 3, min: 1, max: 1000}
+  gate: {type: string, default: ""}
+stages:
+  - name: train
+    command: [sh, -c, 'i=1; while [ $i -le ${params.n} ]; do echo "{\"step\": $i, \"total_steps\": ${params.n}, \"loss\": 1}"; if [ $i -eq 8 ] && [ -n "${params.gate}" ]; then while [ ! -e "${params.gate}" ]; do sleep 0.05; done; fi; sleep 0.1; i=$((i+1)); done']
+  - name: check
+    needs: [train]
+    command: ["true"]
+`)
+	ctx := context.Background()
+	for range 3 {
+		info, err := e.Submit(ctx, RunSpec{Template: tm, Values: mustValues(t, tm, "n", "3")})
+		require.NoError(t, err)
+		require.Equal(t, Succeeded, waitDone(t, e, info.ID).State)
+	}
+
+	long, err := e.Submit(ctx, RunSpec{Template: tm, Values: mustValues(t, tm, "n", "100", "gate", gate)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) })
+	var eta ETA
+	until(t, 30*time.Second, "the long run at its 8th step", func() bool {
+		pts, err := e.LastMetrics(ctx, long.ID)
+		require.NoError(t, err)
+		for _, p := range pts {
+			if p.Key == "loss" && p.Step == 8 {
+				return true
+			}
+		}
+		return false
+	})
+	eta, err = e.RunETA(ctx, long.ID)
+	require.NoError(t, err)
+	require.True(t, eta.Known)
+	require.True(t, eta.Paced, "8 of 100 steps: its pace says it (%+v)", eta)
+	// 92 steps to go at ≥ 0.1 s each (its sleep), less the moments since
+	// it reported; the earlier runs alone would say well under a second.
+	require.Greater(t, eta.Left, 5*time.Second, "%+v", eta)
+	require.Less(t, eta.Left, 10*time.Minute, "%+v", eta)
+	require.Equal(t, 3, eta.Runs, "the check stage still goes by the earlier runs")
+	require.Regexp(t, `^ETA [0-9]+ s, from its progress and 3 earlier runs$`, eta.String())
+	require.NoError(t, e.Cancel(ctx, long.ID))
+	require.Equal(t, Cancelled, waitDone(t, e, long.ID).State)
+}

@@ -733,7 +733,20 @@ func nextOf(home string, res study.Result) (next studyNext, space tuner.Space, o
 // val_acc 0.9936 ± 0.004 from 16 trials" (what it learnt from: a study's
 // trials, or the archive's runs).
 func whyNext(objective string, p *tuner.Prediction, from string) string {
-	return fmt.Sprintf("expected %s %s ± %s from %d %s", objective, objNum(p.Mean), strconv.FormatFloat(p.Std, 'g', 2, 64), p.Trials, from)
+	return fmt.Sprintf("expected %s %s ± %s from %d %s", objective, meanNum(p.Mean, p.Std), strconv.FormatFloat(p.Std, 'g', 2, 64), p.Trials, from)
+}
+
+// meanNum writes an expected value to the digits its spread leaves
+// meaning in: 0.9828 ± 0.0064, not 0.982757 ± 0.0064.
+func meanNum(mean, std float64) string {
+	if !(std > 0) || math.IsInf(std, 0) || math.IsNaN(mean) {
+		return objNum(mean)
+	}
+	places := int(-math.Floor(math.Log10(std))) + 1
+	if places < 0 || places > 12 {
+		return objNum(mean)
+	}
+	return strconv.FormatFloat(mean, 'f', places, 64)
 }
 
 // explainNext prints what the model expects of the next suggestion, which

@@ -384,10 +384,44 @@ func NewBoard(b Backend) *Board {
 		container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, v.recentT, nil, container.NewHScroll(v.recent))),
 		nil, nil, v.list)
 	split := container.NewVSplit(container.NewVScroll(gpus), v.queueBox)
-	split.Offset = 0.7
-	v.content = container.NewPadded(split)
+	header := gpus.Objects[0]
+	fit := &boardSplit{split: split, set: split.Offset, top: func() float32 {
+		pad := theme.Padding()
+		h := header.MinSize().Height + 3*pad
+		if v.empty.Visible() {
+			return h + v.empty.MinSize().Height
+		}
+		return h + v.cardsLayout.height
+	}}
+	v.content = container.NewPadded(container.New(fit, split))
 	return v
 }
+
+// boardSplit sizes the board's split: the GPU pane gets the height of its
+// title and first row of cards (the process table scrolls under them),
+// and the queue, which a researcher watches all day, the rest; within
+// bounds, and until the user drags the divider.
+type boardSplit struct {
+	split *container.Split
+	top   func() float32 // the height the GPU pane wants
+	set   float64        // the offset it last set: another is the user's
+}
+
+func (l *boardSplit) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	if l.split.Offset == l.set && size.Height > 0 {
+		want := float64(min(max(l.top()/size.Height, 0.3), 0.6))
+		if want != l.set {
+			l.set, l.split.Offset = want, want
+			defer l.split.Refresh()
+		}
+	}
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(size)
+	}
+}
+
+func (l *boardSplit) MinSize(objs []fyne.CanvasObject) fyne.Size { return objs[0].MinSize() }
 
 // Content is the board's root object.
 func (v *Board) Content() fyne.CanvasObject { return v.content }

@@ -150,3 +150,27 @@ func BenchmarkBoardRefresh(b *testing.B) {
 		v.apply(v.read(ctx))
 	}
 }
+
+// The queue, what a researcher watches all day, keeps room for several
+// runs under the GPU cards at a common window size, and the cards are
+// still whole above it.
+func TestBoardQueueShowsSeveralRuns(t *testing.T) {
+	now := time.Now()
+	var runs []engine.RunInfo
+	for i := range 8 {
+		runs = append(runs, engine.RunInfo{ID: fmt.Sprintf("r%d", i), Template: "digits-mlp", State: engine.Queued,
+			CreatedAt: now, Stages: stages(engine.Queued, engine.Queued)})
+	}
+	b := &fakeBackend{snap: simSnapshot(t, "2xA100-80GB"), runs: runs}
+	test.NewTempApp(t)
+	v := NewBoard(b)
+	w := test.NewWindow(v.Content())
+	defer w.Close()
+	w.Resize(fyne.NewSize(1200, 780))
+	v.Reload(context.Background())
+	row := newQueueRow().MinSize().Height
+	require.GreaterOrEqual(t, v.list.Size().Height, 3*row, "at least three runs of the queue in view (a row is %.0f, the list %.0f)", row, v.list.Size().Height)
+	cardsBottom := fyne.CurrentApp().Driver().AbsolutePositionForObject(v.cards).Y + v.cards.Size().Height
+	listTop := fyne.CurrentApp().Driver().AbsolutePositionForObject(v.list).Y
+	require.Less(t, cardsBottom, listTop, "the GPU cards are whole above the queue")
+}

@@ -375,7 +375,7 @@ func (e *Engine) Cancel(ctx context.Context, idOrPrefix string) error {
 		return err
 	}
 	if info.State.Done() {
-		return fmt.Errorf("run %s has already %s", info.ID, info.State)
+		return &EndedError{ID: info.ID, State: info.State}
 	}
 	if err := e.store.RequestCancel(ctx, info.ID); err != nil {
 		return err
@@ -383,6 +383,16 @@ func (e *Engine) Cancel(ctx context.Context, idOrPrefix string) error {
 	e.nudge()
 	return nil
 }
+
+// EndedError is the answer of Cancel and Prune for a run that has already
+// ended: there is nothing to stop (a request that raced the run's end, or
+// came late). Callers tell it from a failure with errors.As.
+type EndedError struct {
+	ID    string
+	State State
+}
+
+func (e *EndedError) Error() string { return fmt.Sprintf("run %s has already %s", e.ID, e.State) }
 
 // ResolveID turns a run ID, a unique prefix or a unique end of one into
 // the full ID.

@@ -22,7 +22,7 @@ func (e *Engine) Prune(ctx context.Context, p storage.Prune) error {
 		return err
 	}
 	if info.State.Done() {
-		return fmt.Errorf("run %s has already %s", info.ID, info.State)
+		return &EndedError{ID: info.ID, State: info.State}
 	}
 	p.RunID = info.ID
 	if err := e.store.PruneRun(ctx, p); err != nil {

@@ -312,6 +312,16 @@ func showError(err error, win fyne.Window) {
 	showWithKeys(d, win, d.Hide, d.Hide)
 }
 
+// showNotice shows a message that is no error (its title says what
+// happened); Enter or Escape dismisses it.
+func showNotice(win fyne.Window, title, msg string) {
+	if win == nil {
+		return
+	}
+	d := dialog.NewInformation(title, msg, win)
+	showWithKeys(d, win, d.Hide, d.Hide)
+}
+
 // showWithKeys shows d with Enter and Escape bound until it closes; the
 // focus leaves whatever was focused behind the dialog, so that the keys
 // reach the dialog.

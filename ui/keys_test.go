@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -314,4 +315,44 @@ func TestArchiveColumnsDialogKeys(t *testing.T) {
 	pressKey(w, fyne.KeyReturn)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Enter applies and closes")
 	require.Equal(t, before-1, v.model.columnCount(), "Enter kept what was ticked: lr stays off")
+}
+
+// endedFake's run ends while the user confirms the cancel.
+type endedFake struct{ fakeBackend }
+
+func (e *endedFake) Cancel(_ context.Context, id string) error {
+	return &engine.EndedError{ID: id, State: engine.Succeeded}
+}
+
+// A cancel that races the run's end is no error: the window says there
+// was nothing to stop, under a title that says so, not "Error".
+func TestCancelOfARunThatJustEndedIsNoError(t *testing.T) {
+	now := time.Now()
+	b := &endedFake{fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Running, CreatedAt: now, StartedAt: now,
+		Stages: stages(engine.Running)}}}}
+	test.NewTempApp(t)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	v := NewMainView(b, w)
+	w.SetContent(v.Content())
+	w.Resize(fyne.NewSize(1000, 700))
+	v.Reload(context.Background())
+	v.SelectRun("r1")
+	v.Reload(context.Background())
+	test.Tap(v.cancel)
+	pressKey(w, fyne.KeyReturn)
+	var got []string
+	require.Eventually(t, func() bool {
+		fyne.DoAndWait(func() {
+			got = nil
+			if top := w.Canvas().Overlays().Top(); top != nil {
+				got = texts(top)
+			}
+		})
+		return slices.Contains(got, "Nothing to stop")
+	}, 5*time.Second, 10*time.Millisecond, "got %q", got)
+	require.Contains(t, got, "Run r1 had already succeeded before the cancel reached it.")
+	require.NotContains(t, got, "Error")
+	pressKey(w, fyne.KeyEscape)
+	require.Nil(t, w.Canvas().Overlays().Top(), "Escape dismisses it")
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -579,7 +580,15 @@ func (v *MainView) onCancel() {
 		}
 		v.cancel.Disable()
 		go func() {
-			if err := v.backend.Cancel(context.Background(), id); err != nil {
+			err := v.backend.Cancel(context.Background(), id)
+			var ended *engine.EndedError
+			switch {
+			case errors.As(err, &ended):
+				// It ended while the user confirmed: no failure, nothing to do.
+				fyne.Do(func() {
+					showNotice(v.win, "Nothing to stop", fmt.Sprintf("Run %s had already %s before the cancel reached it.", ended.ID, ended.State))
+				})
+			case err != nil:
 				fyne.Do(func() { showError(err, v.win) })
 			}
 			v.requestReload()

@@ -385,31 +385,35 @@ func NewBoard(b Backend) *Board {
 		nil, nil, v.list)
 	split := container.NewVSplit(container.NewVScroll(gpus), v.queueBox)
 	header := gpus.Objects[0]
-	fit := &boardSplit{split: split, set: split.Offset, top: func() float32 {
+	queueTop, queueBottom := v.queueBox.Objects[0], v.queueBox.Objects[1]
+	row := newQueueRow().MinSize().Height
+	fit := &boardSplit{split: split, set: split.Offset, top: func(height float32) float32 {
 		pad := theme.Padding()
-		h := header.MinSize().Height + 3*pad
+		first := header.MinSize().Height + 3*pad + v.cardsLayout.height // the title and a row of cards
 		if v.empty.Visible() {
-			return h + v.empty.MinSize().Height
+			first = header.MinSize().Height + 3*pad + v.empty.MinSize().Height
 		}
-		return h + v.cardsLayout.height
+		queue := queueTop.MinSize().Height + queueBottom.MinSize().Height + 3*row + 2*pad // three runs
+		return max(min(gpus.MinSize().Height+pad, height-queue), first)
 	}}
 	v.content = container.NewPadded(container.New(fit, split))
 	return v
 }
 
-// boardSplit sizes the board's split: the GPU pane gets the height of its
-// title and first row of cards (the process table scrolls under them),
-// and the queue, which a researcher watches all day, the rest; within
+// boardSplit sizes the board's split: the GPU pane gets all it shows
+// (cards and process table) while the queue, which a researcher watches
+// all day, keeps room for three runs; when the window is too small for
+// both, the title and first row of cards, and the queue the rest. Within
 // bounds, and until the user drags the divider.
 type boardSplit struct {
 	split *container.Split
-	top   func() float32 // the height the GPU pane wants
-	set   float64        // the offset it last set: another is the user's
+	top   func(height float32) float32 // the height the GPU pane wants, of height
+	set   float64                      // the offset it last set: another is the user's
 }
 
 func (l *boardSplit) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 	if l.split.Offset == l.set && size.Height > 0 {
-		want := float64(min(max(l.top()/size.Height, 0.3), 0.6))
+		want := float64(min(max(l.top(size.Height)/size.Height, 0.2), 0.75))
 		if want != l.set {
 			l.set, l.split.Offset = want, want
 			defer l.split.Refresh()

@@ -173,4 +173,11 @@ func TestBoardQueueShowsSeveralRuns(t *testing.T) {
 	cardsBottom := fyne.CurrentApp().Driver().AbsolutePositionForObject(v.cards).Y + v.cards.Size().Height
 	listTop := fyne.CurrentApp().Driver().AbsolutePositionForObject(v.list).Y
 	require.Less(t, cardsBottom, listTop, "the GPU cards are whole above the queue")
+
+	// On a large screen there is room for the process table too.
+	w.Resize(fyne.NewSize(1920, 1080))
+	procsBottom := fyne.CurrentApp().Driver().AbsolutePositionForObject(v.procs.content).Y + v.procs.content.Size().Height
+	listTop = fyne.CurrentApp().Driver().AbsolutePositionForObject(v.list).Y
+	require.Less(t, procsBottom, listTop, "the process table is whole above the queue")
+	require.GreaterOrEqual(t, v.list.Size().Height, 3*row)
 }

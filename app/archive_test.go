@@ -313,6 +313,7 @@ func TestDamagedArchiveIsRefusedThenRepaired(t *testing.T) {
 			require.Equal(t, 0, code, "%s%s", out, errOut)
 			assert.Contains(t, out, "kept the "+tt.status+" archive aside")
 			assert.Contains(t, out, "registered run "+later)
+			assert.Contains(t, out, "read its 7 metric point(s) again from its folder")
 			aside, err := filepath.Glob(filepath.Join(home, "damaged", "*", "niuma.db"))
 			require.NoError(t, err)
 			require.Len(t, aside, 1)
@@ -329,6 +330,8 @@ func TestDamagedArchiveIsRefusedThenRepaired(t *testing.T) {
 			code, logs, _ := niuma(t, "logs", later, "a")
 			require.Equal(t, 0, code)
 			assert.Contains(t, logs, "done-a", "the later run's logs are reachable again")
+			require.Len(t, s.Metrics, 1, "its points are read again from its logs")
+			assert.Equal(t, 7, s.Metrics[0].Points, "each point once")
 
 			code, out, _ = niuma(t, "doctor")
 			require.Equal(t, 0, code, out)

@@ -290,6 +290,12 @@ func (c *cli) doctorRepair(ctx context.Context, home string) error {
 			fmt.Fprintf(c.out, "adopted run %s: %s; it runs as submitted\n", o.ID, o.Why)
 		case engine.FolderRegistered:
 			fmt.Fprintf(c.out, "registered run %s as failed: %s\n", o.ID, o.Why)
+			switch {
+			case o.PointsErr != nil:
+				fmt.Fprintf(c.out, "  read %d metric point(s) of it again from its folder, then: %v\n", o.Points, oneLine(o.PointsErr))
+			case o.Points > 0:
+				fmt.Fprintf(c.out, "  read its %d metric point(s) again from its folder\n", o.Points)
+			}
 		case engine.FolderMoved:
 			fmt.Fprintf(c.out, "moved folder %s to %s: %s (see its NOTE.txt)\n", o.ID, o.MovedTo, o.Why)
 		}

@@ -158,7 +158,8 @@ func (e *Engine) takeArchive(ctx context.Context) error {
 		case FolderAdopted:
 			e.log.Warn("adopted a run folder the archive did not know; it runs as submitted", "run", o.ID, "why", o.Why)
 		case FolderRegistered:
-			e.log.Warn("registered a run folder the archive did not know, as failed", "run", o.ID, "why", o.Why)
+			e.log.Warn("registered a run folder the archive did not know, as failed", "run", o.ID, "why", o.Why,
+				"points_read_again", o.Points, "points_err", o.PointsErr)
 		case FolderMoved:
 			e.log.Warn("moved aside a run folder the archive did not know", "run", o.ID, "to", o.MovedTo, "why", o.Why)
 		}

@@ -10,10 +10,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"niuma/engine/template"
+	"niuma/metrics"
 	"niuma/storage"
 )
 
@@ -196,6 +198,11 @@ type FolderOutcome struct {
 	Action  string
 	MovedTo string
 	Why     string
+	// Points is how many metric points of a registered run were read
+	// again from its logs and files; PointsErr why reading stopped, when
+	// it did (the run stays registered either way).
+	Points    int
+	PointsErr error
 }
 
 // Folder outcome actions.
@@ -266,7 +273,9 @@ func reconcileFolder(ctx context.Context, store *storage.DB, home, id, why strin
 		if err := store.CreateRun(ctx, rec.Run, rec.Stages); err != nil {
 			return FolderOutcome{}, fmt.Errorf("register: %w", err)
 		}
-		return FolderOutcome{ID: id, Action: FolderRegistered, Why: rec.Run.Error}, nil
+		o := FolderOutcome{ID: id, Action: FolderRegistered, Why: rec.Run.Error}
+		o.Points, o.PointsErr = rereadMetrics(ctx, store, rec, dir)
+		return o, nil
 	default:
 		return moveAside(home, id, fmt.Sprintf("its submission was interrupted before it was recorded completely (%s: %v); nothing of it ran", runRecordFile, recErr))
 	}
@@ -299,6 +308,58 @@ func registerEnded(rec *runRecord, dir, why string) {
 		}
 		s.FinishedAt = now
 	}
+}
+
+// rereadMetrics reads a registered run's metric points again from what
+// its folder holds, as the engine read them while it ran: every attempt's
+// stdout, stderr and metrics.jsonl, with the stage's text rules, and the
+// TensorBoard and CSV files (for the latest attempt of each stage: older
+// files cannot be told from its own). It returns how many points it
+// stored.
+func rereadMetrics(ctx context.Context, store *storage.DB, rec runRecord, dir string) (int, error) {
+	t, err := template.Parse(rec.Run.TemplateSource, []byte(rec.Run.TemplateYAML))
+	if err != nil {
+		return 0, fmt.Errorf("its template: %w", err)
+	}
+	w := metrics.NewWriter(store, metrics.WriterOptions{})
+	var stored atomic.Int64
+	var errs []error
+	for _, st := range t.Stages {
+		stageDir := filepath.Join(dir, st.Name)
+		logs, _ := filepath.Glob(filepath.Join(stageDir, "attempt-*.stdout.log"))
+		last := 0
+		var numbers []int
+		for _, l := range logs {
+			var n int
+			if _, err := fmt.Sscanf(filepath.Base(l), "attempt-%d.stdout.log", &n); err == nil && n > 0 {
+				numbers = append(numbers, n)
+				last = max(last, n)
+			}
+		}
+		for _, n := range numbers {
+			src := metrics.Sources{Rules: st.Metrics}
+			if n == last {
+				src.TensorBoard, src.CSV = st.TensorBoard, st.CSV
+			}
+			c := &metrics.Collector{Store: store, Writer: w, RunID: rec.Run.ID, Stage: st.Name, Attempt: n,
+				RunDir: dir, StageDir: stageDir, Sources: src,
+				Stdout: filepath.Join(stageDir, fmt.Sprintf("attempt-%d.stdout.log", n)),
+				Stderr: filepath.Join(stageDir, fmt.Sprintf("attempt-%d.stderr.log", n)),
+				OnPoints: func(pts []storage.MetricPoint) { stored.Add(int64(len(pts))) }}
+			if err := c.Start(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("stage %s attempt %d: %w", st.Name, n, err))
+				continue
+			}
+			c.Stop()
+			if err := c.Stored(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("stage %s attempt %d: %w", st.Name, n, err))
+			}
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return int(stored.Load()), errors.Join(errs...)
 }
 
 // rebuildRecord makes a run's rows from what its folder holds without

@@ -137,3 +137,51 @@ func TestOwnerChecksTheArchiveAtStart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, backups, 1, "at most one a day")
 }
+
+// A registered run's metric points come back from its folder: each
+// attempt's stdout and stderr as the engine read them while it ran (JSON
+// lines and the stage's text rules), each point once, in its attempt.
+func TestReconcileReadsTheMetricsAgain(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	e := h.engine()
+	tm := parse(t, `
+name: logged
+stages:
+  - name: a
+    metrics: key-value
+    command: ["true"]
+`)
+	info, err := e.Submit(ctx, RunSpec{Template: tm})
+	require.NoError(t, err)
+	require.NoError(t, h.store.DeleteRun(ctx, info.ID)) // lost with the archive
+	a := filepath.Join(info.Dir, "a")
+	require.NoError(t, os.MkdirAll(a, 0o755))
+	write := func(name, text string) {
+		require.NoError(t, os.WriteFile(filepath.Join(a, name), []byte(text), 0o644))
+	}
+	write("attempt-1.stdout.log", `{"step": 1, "loss": 9}`+"\n"+`{"step": 2, "loss": 8}`+"\n")
+	write("attempt-2.stdout.log", "step=1 loss=0.5\nstep=2 loss=0.4\nstep=3 loss=0.3\n")
+	write("attempt-2.stderr.log", `{"step": 3, "lr": 0.1}`+"\n")
+
+	outs, err := ReconcileFolders(ctx, h.store, h.home, "a test lost it")
+	require.NoError(t, err)
+	require.Len(t, outs, 1)
+	require.Equal(t, FolderRegistered, outs[0].Action)
+	require.NoError(t, outs[0].PointsErr)
+	require.Equal(t, 6, outs[0].Points)
+	series := func(attempt int, key string) []float64 {
+		pts, err := h.store.MetricSeriesAllAttempts(ctx, info.ID, "a", key)
+		require.NoError(t, err)
+		var vals []float64
+		for _, p := range pts {
+			if p.Attempt == attempt {
+				vals = append(vals, p.Value)
+			}
+		}
+		return vals
+	}
+	require.Equal(t, []float64{9, 8}, series(1, "loss"))
+	require.Equal(t, []float64{0.5, 0.4, 0.3}, series(2, "loss"))
+	require.Equal(t, []float64{0.1}, series(2, "lr"))
+}

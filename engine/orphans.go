@@ -343,8 +343,8 @@ func rereadMetrics(ctx context.Context, store *storage.DB, rec runRecord, dir st
 			}
 			c := &metrics.Collector{Store: store, Writer: w, RunID: rec.Run.ID, Stage: st.Name, Attempt: n,
 				RunDir: dir, StageDir: stageDir, Sources: src,
-				Stdout: filepath.Join(stageDir, fmt.Sprintf("attempt-%d.stdout.log", n)),
-				Stderr: filepath.Join(stageDir, fmt.Sprintf("attempt-%d.stderr.log", n)),
+				Stdout:   filepath.Join(stageDir, fmt.Sprintf("attempt-%d.stdout.log", n)),
+				Stderr:   filepath.Join(stageDir, fmt.Sprintf("attempt-%d.stderr.log", n)),
 				OnPoints: func(pts []storage.MetricPoint) { stored.Add(int64(len(pts))) }}
 			if err := c.Start(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("stage %s attempt %d: %w", st.Name, n, err))

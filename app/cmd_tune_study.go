@@ -761,13 +761,6 @@ func (c *cli) explainNext(res study.Result) {
 		return
 	}
 	if p := next.Prediction; p != nil {
-		var drivers []string
-		for i, d := range p.Drivers {
-			if i == 3 {
-				break
-			}
-			drivers = append(drivers, fmt.Sprintf("%s (%s %s, %.0f%%)", d.ID, res.Study.Objective, objNum(d.Objective), 100*d.Weight))
-		}
 		vals := make([]string, 0, len(space.Params))
 		for _, n := range space.Names() {
 			if x, ok := next.Values[n]; ok {
@@ -775,13 +768,31 @@ func (c *cli) explainNext(res study.Result) {
 			}
 		}
 		fmt.Fprintf(c.out, "suggested next: %s — %s; driven most by %s\n",
-			strings.Join(vals, " "), whyNext(res.Study.Objective, p, "trials"), strings.Join(drivers, ", "))
+			strings.Join(vals, " "), whyNext(res.Study.Objective, p, "trials"), drivenBy(res.Study.Objective, p))
 	}
-	var parts []string
-	for _, x := range next.Importance {
+	fmt.Fprintf(c.out, "parameter importance: %s\n", importanceOf(next.Importance))
+}
+
+// drivenBy names the three earlier trials that weigh most in a
+// prediction: "r-1 (val_acc 0.97, 40%), …".
+func drivenBy(objective string, p *tuner.Prediction) string {
+	var drivers []string
+	for i, d := range p.Drivers {
+		if i == 3 {
+			break
+		}
+		drivers = append(drivers, fmt.Sprintf("%s (%s %s, %.0f%%)", d.ID, objective, objNum(d.Objective), 100*d.Weight))
+	}
+	return strings.Join(drivers, ", ")
+}
+
+// importanceOf says how much each parameter matters: "lr 62%, hidden 21%".
+func importanceOf(imp []tuner.Importance) string {
+	parts := make([]string, 0, len(imp))
+	for _, x := range imp {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", x.Name, 100*x.Share))
 	}
-	fmt.Fprintf(c.out, "parameter importance: %s\n", strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 // studySummary is one study as the window's study view shows it (the
@@ -799,6 +810,22 @@ type studySummary struct {
 	BestRun         string
 	Next            map[string]any
 	Why             string
+	// Drivers names the earlier trials that weigh most in the next
+	// suggestion, Importance how much each searched parameter matters
+	// ("lr 62%, hidden 21%"); empty while the model has too few results.
+	Drivers, Importance string
+	Trials              []trialSummary
+}
+
+// trialSummary is one trial in the study view: Params holds its searched
+// values, Why a pruned trial's evidence.
+type trialSummary struct {
+	Number       int
+	Run, State   string
+	Params       map[string]any
+	Objective    float64
+	HasObjective bool
+	Why          string
 }
 
 // studySummaries lists every study, newest first, with its progress, best
@@ -833,18 +860,64 @@ func studySummaries(ctx context.Context, db *storage.DB, home string) ([]studySu
 			b := res.Trials[res.Best]
 			s.Best, s.HasBest, s.BestRun = b.Objective, true, b.RunID
 		}
-		if st.State == storage.StudyRunning {
-			if next, _, ok := nextOf(home, res); ok && next.Prediction != nil {
+		var space tuner.Space
+		_ = json.Unmarshal([]byte(st.Space), &space)
+		for _, tr := range res.Trials {
+			vals := jsonValues(tr.Params)
+			ts := trialSummary{Number: tr.Number, Run: tr.RunID, State: string(tr.State), Params: map[string]any{},
+				Objective: tr.Objective, HasObjective: !math.IsNaN(tr.Objective)}
+			for _, n := range space.Names() {
+				if x, ok := vals[n]; ok {
+					ts.Params[n] = x
+				}
+			}
+			if tr.State == storage.TrialPruned && tr.RunID != "" {
+				if p, err := db.RunPrune(ctx, tr.RunID); err == nil {
+					ts.Why = p.Evidence
+				}
+			}
+			s.Trials = append(s.Trials, ts)
+		}
+		// The model is fitted for running studies only: the open study
+		// view reads every study every few seconds.
+		if next, _, ok := nextOf(home, res); st.State == storage.StudyRunning && ok {
+			if next.Prediction != nil {
 				s.Next = map[string]any{}
 				for k, v := range next.Values {
 					s.Next[k] = v
 				}
 				s.Why = whyNext(st.Objective, next.Prediction, "trials")
+				s.Drivers = drivenBy(st.Objective, next.Prediction)
 			}
+			s.Importance = importanceOf(next.Importance)
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// jsonValues decodes stored parameter values with whole numbers as int64
+// (1024, not 1.02e+03) and the others as float64; nil when they do not
+// read.
+func jsonValues(text string) map[string]any {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var raw map[string]any
+	if dec.Decode(&raw) != nil {
+		return nil
+	}
+	for k, v := range raw {
+		n, ok := v.(json.Number)
+		if !ok {
+			continue
+		}
+		if i, err := n.Int64(); err == nil {
+			raw[k] = i
+		} else if f, err := n.Float64(); err == nil {
+			raw[k] = f
+		}
+	}
+	return raw
 }
 
 func formatParam(x any) string {

@@ -75,7 +75,13 @@ func (b windowBackend) Studies(ctx context.Context) ([]ui.StudyInfo, error) {
 	}
 	out := make([]ui.StudyInfo, len(all))
 	for i, s := range all {
-		out[i] = ui.StudyInfo(s)
+		trials := make([]ui.StudyTrial, len(s.Trials))
+		for j, t := range s.Trials {
+			trials[j] = ui.StudyTrial(t)
+		}
+		out[i] = ui.StudyInfo{ID: s.ID, Template: s.Template, State: s.State, Objective: s.Objective, Goal: s.Goal,
+			Budget: s.Budget, Done: s.Done, Running: s.Running, Pruned: s.Pruned, Best: s.Best, HasBest: s.HasBest,
+			BestRun: s.BestRun, Next: s.Next, Why: s.Why, Drivers: s.Drivers, Importance: s.Importance, Trials: trials}
 	}
 	return out, nil
 }

@@ -86,6 +86,23 @@ func TestWindowLaunchStudyRunsToTheBudget(t *testing.T) {
 		require.InDelta(t, x, tr.Objective, 1e-9, "the trial's result is its run's loss")
 	}
 
+	// The window's study view gets each trial with its searched values.
+	infos, err := b.(interface {
+		Studies(context.Context) ([]ui.StudyInfo, error)
+	}).Studies(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	require.Len(t, infos[0].Trials, 4)
+	for i, tr := range infos[0].Trials {
+		require.Equal(t, i, tr.Number, "numbered as `niuma tune --status` numbers them")
+		require.Equal(t, "done", tr.State)
+		require.Equal(t, res.Trials[i].RunID, tr.Run)
+		require.Len(t, tr.Params, 1, "the searched value only: %v", tr.Params)
+		require.IsType(t, float64(0), tr.Params["x"])
+		require.True(t, tr.HasObjective)
+		require.InDelta(t, res.Trials[i].Objective, tr.Objective, 1e-12)
+	}
+
 	// What `niuma tune` refuses, LaunchStudy refuses, storing nothing.
 	_, err = sl.LaunchStudy(ctx, ui.StudySpec{Template: "quick", Source: path, Budget: 4, Space: []string{"x=0.1..2"}})
 	require.ErrorContains(t, err, "the template allows 0..1")

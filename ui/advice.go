@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 
@@ -31,11 +32,7 @@ func adviceText(a Advice) string {
 	pairs := make([]string, 0, len(a.Searched))
 	for _, k := range a.Searched {
 		if x, ok := a.Values[k]; ok {
-			v := formatParam(x)
-			if f, isFloat := x.(float64); isFloat {
-				v = strconv.FormatFloat(f, 'g', 3, 64)
-			}
-			pairs = append(pairs, k+"="+v)
+			pairs = append(pairs, k+"="+shortParam(x))
 		}
 	}
 	text := "Suggested next: " + strings.Join(pairs, ", ")
@@ -43,6 +40,15 @@ func adviceText(a Advice) string {
 		text += " — " + a.Why
 	}
 	return text
+}
+
+// shortParam writes a parameter's value to read, not to launch: a float
+// to three digits (0.00316), anything else whole.
+func shortParam(x any) string {
+	if f, ok := x.(float64); ok && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return strconv.FormatFloat(f, 'g', 3, 64)
+	}
+	return formatParam(x)
 }
 
 // advicePane is the Templates page's suggestion for the template on

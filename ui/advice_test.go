@@ -3,12 +3,14 @@ package ui
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/require"
 )
 
@@ -139,4 +141,42 @@ func TestStudyViewIsLive(t *testing.T) {
 	b.set()
 	v.Reload(context.Background())
 	require.Contains(t, boxText(), "st1 · demo · done", "a closed view is not read again")
+}
+
+// The study view lists each trial with its state, searched values and
+// objective (a tap opens its run), what drove the next suggestion and
+// how much each parameter matters.
+func TestStudyViewListsTheTrials(t *testing.T) {
+	b := &liveStudies{fakeBackend: fakeBackend{archive: archiveRuns(time.Now())}}
+	b.set(StudyInfo{ID: "st1", Template: "demo", State: "running", Objective: "val_acc", Goal: "max", Budget: 8, Done: 2, Running: 1, Pruned: 1,
+		Next: map[string]any{"lr": 0.003}, Why: "expected val_acc 0.9750 ± 0.004 from 2 trials",
+		Drivers: "r-a (val_acc 0.97, 60%), r-b (val_acc 0.81, 40%)", Importance: "lr 80%, hidden 20%",
+		Trials: []StudyTrial{
+			{Number: 1, Run: "r-a", State: "done", Params: map[string]any{"lr": 0.0031622776601683794, "hidden": int64(1024)}, Objective: 0.97, HasObjective: true},
+			{Number: 2, Run: "r-b", State: "pruned", Params: map[string]any{"lr": 0.3, "hidden": int64(8)}, Objective: 0.81, HasObjective: true,
+				Why: "val_acc 0.81 at step 10, median of 2 trials 0.90"},
+			{Number: 3, State: "running", Params: map[string]any{"lr": 0.01, "hidden": int64(64)}},
+		}})
+	test.NewTempApp(t)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	v := NewArchiveView(b, w)
+	var opened string
+	v.OnOpen = func(id string) { opened = id }
+	w.SetContent(v.Content())
+	w.Resize(fyne.NewSize(1000, 600))
+	test.Tap(v.studies)
+	got := texts(v.studiesBox)
+	require.Contains(t, got, "Driven most by r-a (val_acc 0.97, 60%), r-b (val_acc 0.81, 40%)")
+	require.Contains(t, got, "Parameter importance: lr 80%, hidden 20%")
+	require.Contains(t, got, "#1 done · hidden=1024 lr=0.00316 · val_acc 0.97")
+	require.Contains(t, got, "#2 pruned · hidden=8 lr=0.3 · val_acc 0.81 · stopped early: val_acc 0.81 at step 10, median of 2 trials 0.90")
+	require.Contains(t, got, "#3 running · hidden=64 lr=0.01")
+	for _, o := range v.studiesBox.Objects {
+		if btn, ok := o.(*widget.Button); ok && strings.HasPrefix(btn.Text, "#2 ") {
+			test.Tap(btn)
+		}
+	}
+	require.Equal(t, "r-b", opened, "a trial opens its run")
+	require.Nil(t, w.Canvas().Overlays().Top())
 }

@@ -32,6 +32,23 @@ type StudyInfo struct {
 	// (what the model expects of them); empty when it has none.
 	Next map[string]any
 	Why  string
+	// Drivers names the earlier trials that weigh most in the next
+	// suggestion and Importance how much each searched parameter matters
+	// ("lr 62%, hidden 21%"); empty while the model has too few results.
+	Drivers, Importance string
+	Trials              []StudyTrial
+}
+
+// StudyTrial is one trial of a study: its run, state (running, done,
+// pruned, failed, cancelled), searched values and objective; Why is a
+// pruned trial's evidence.
+type StudyTrial struct {
+	Number       int
+	Run, State   string
+	Params       map[string]any
+	Objective    float64
+	HasObjective bool
+	Why          string
 }
 
 // studyBackend is what the engine offers for the archive's study view:
@@ -135,6 +152,37 @@ func (v *ArchiveView) Studies() {
 	}()
 }
 
+// maxTrialLines is how many trials a study shows in the study view.
+const maxTrialLines = 40
+
+// trialLine is one trial in the study view: "#3 pruned · hidden=128
+// lr=0.003 · val_acc 0.951 · stopped early: …".
+func trialLine(t StudyTrial, objective string) string {
+	parts := []string{fmt.Sprintf("#%d %s", t.Number, t.State)}
+	var vals []string
+	for _, k := range sortedParamKeys(t.Params) {
+		vals = append(vals, k+"="+shortParam(t.Params[k]))
+	}
+	if len(vals) > 0 {
+		parts = append(parts, strings.Join(vals, " "))
+	}
+	if t.HasObjective {
+		parts = append(parts, fmt.Sprintf("%s %.4g", objective, t.Objective))
+	}
+	if t.Why != "" {
+		parts = append(parts, "stopped early: "+t.Why)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// lowLine is a wrapped line of lesser importance.
+func lowLine(text string) *widget.Label {
+	l := widget.NewLabel(text)
+	l.Wrapping = fyne.TextWrapWord
+	l.Importance = widget.LowImportance
+	return l
+}
+
 // studiesPeriod is how often the open study view reads the studies again.
 const studiesPeriod = 2 * time.Second
 
@@ -173,6 +221,29 @@ func (v *ArchiveView) fillStudies(studies []StudyInfo) {
 			n.Wrapping = fyne.TextWrapWord
 			n.Importance = widget.LowImportance
 			box.Add(n)
+		}
+		if s.Drivers != "" {
+			box.Add(lowLine("Driven most by " + s.Drivers))
+		}
+		if s.Importance != "" {
+			box.Add(lowLine("Parameter importance: " + s.Importance))
+		}
+		for i, tr := range s.Trials {
+			if i == maxTrialLines {
+				box.Add(lowLine(fmt.Sprintf("… and %d more trials (`niuma tune --status %s` lists them all)", len(s.Trials)-i, s.ID)))
+				break
+			}
+			line := widget.NewButton(trialLine(tr, s.Objective), nil)
+			line.Alignment, line.Importance = widget.ButtonAlignLeading, widget.LowImportance
+			if run := tr.Run; run != "" && v.OnOpen != nil {
+				line.OnTapped = func() {
+					d.Hide()
+					v.OnOpen(run)
+				}
+			} else {
+				line.Disable()
+			}
+			box.Add(line)
 		}
 		if len(s.Next) > 0 && v.OnLaunch != nil {
 			tmpl, vals := s.Template, s.Next

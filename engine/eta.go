@@ -175,9 +175,9 @@ func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 	var paces map[string]pace
 	for _, s := range stages {
 		if s.State == storage.StageRunning {
-			if paces, err = e.paces(ctx, info.ID); err != nil {
-				return out, err
-			}
+			// Without its pace (a read that failed) a stage goes by the
+			// earlier runs, as before it reported.
+			paces, _ = e.paces(ctx, info.ID)
 			break
 		}
 	}
@@ -224,64 +224,72 @@ func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 type pace struct {
 	done    float64   // share of its total_steps, in (0, 1]
 	perStep float64   // seconds a step has taken, start-up included
-	steps   int64     // steps still to go
+	steps   float64   // steps still to go
 	at      time.Time // when it last reported
 }
 
 // left is how long the stage still has to go at its pace: the steps to
 // go, less the time since it last reported.
 func (p pace) left(now time.Time) time.Duration {
-	d := time.Duration(p.perStep*float64(p.steps)*float64(time.Second)) - now.Sub(p.at)
-	return max(d, 0)
+	secs := p.perStep * p.steps
+	if !(secs < maxPaceSeconds) {
+		secs = maxPaceSeconds // a total_steps no stage will reach: as good as unknown
+	}
+	return max(time.Duration(secs*float64(time.Second))-now.Sub(p.at), 0)
 }
 
+// maxPaceSeconds bounds what a pace may say is left (a year).
+const maxPaceSeconds = 365 * 24 * 3600.0
+
 // paces reads the pace of each stage of a run whose latest attempt
-// reports a total_steps and has made a step.
+// reports a total_steps and has made a step. Only the latest attempt
+// counts: an earlier one's steps (a retry's failed attempt) say nothing
+// of it.
 func (e *Engine) paces(ctx context.Context, runID string) (map[string]pace, error) {
 	sums, err := e.store.MetricSummaries(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	type key struct {
-		stage   string
-		attempt int
-	}
-	totals := map[key]float64{}
-	latest := map[key]storage.MetricPoint{}
+	hasTotal := false
 	for _, m := range sums {
-		k := key{m.Stage, m.Attempt}
-		if m.Key == TotalStepsKey {
-			totals[k] = m.Last.Value
-			continue
-		}
-		if l, ok := latest[k]; !ok || m.Last.Step > l.Step {
-			latest[k] = m.Last
-		}
+		hasTotal = hasTotal || m.Key == TotalStepsKey
 	}
-	if len(totals) == 0 {
+	if !hasTotal {
 		return nil, nil
 	}
 	attempts, err := e.store.Attempts(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	started := map[key]time.Time{}
+	latest := map[string]storage.Attempt{} // by stage
 	for _, a := range attempts {
-		started[key{a.Stage, a.Number}] = a.StartedAt
+		if l, ok := latest[a.Stage]; !ok || a.Number > l.Number {
+			latest[a.Stage] = a
+		}
+	}
+	totals := map[string]float64{}
+	last := map[string]storage.MetricPoint{}
+	for _, m := range sums {
+		if a, ok := latest[m.Stage]; !ok || m.Attempt != a.Number {
+			continue
+		}
+		if m.Key == TotalStepsKey {
+			totals[m.Stage] = m.Last.Value
+			continue
+		}
+		if l, ok := last[m.Stage]; !ok || m.Last.Step > l.Step {
+			last[m.Stage] = m.Last
+		}
 	}
 	out := map[string]pace{}
-	for k, total := range totals {
-		last, ok := latest[k]
-		start := started[k]
-		if !ok || !(total >= 1) || last.Step < 1 || start.IsZero() {
+	for stage, total := range totals {
+		p, ok := last[stage]
+		start := latest[stage].StartedAt
+		if !ok || !(total >= 1) || p.Step < 1 || start.IsZero() || p.Wall.IsZero() || p.Wall.Before(start) {
 			continue
 		}
-		at := last.Wall
-		if at.IsZero() || at.Before(start) {
-			continue
-		}
-		step := min(float64(last.Step), total)
-		out[k.stage] = pace{done: step / total, perStep: at.Sub(start).Seconds() / step, steps: int64(total - step), at: at}
+		step := min(float64(p.Step), total)
+		out[stage] = pace{done: step / total, perStep: p.Wall.Sub(start).Seconds() / step, steps: total - step, at: p.Wall}
 	}
 	return out, nil
 }

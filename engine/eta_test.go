@@ -61,7 +61,36 @@ stages:
 	require.Greater(t, eta.Left, 5*time.Second, "%+v", eta)
 	require.Less(t, eta.Left, 10*time.Minute, "%+v", eta)
 	require.Equal(t, 3, eta.Runs, "the check stage still goes by the earlier runs")
-	require.Regexp(t, `^ETA [0-9]+ s, from its progress and 3 earlier runs$`, eta.String())
+	require.Regexp(t, `^ETA [0-9.]+ (s|min), from its progress and 3 earlier runs$`, eta.String())
 	require.NoError(t, e.Cancel(ctx, long.ID))
 	require.Equal(t, Cancelled, waitDone(t, e, long.ID).State)
+}
+
+// After a retry, the pace is the running attempt's, never the one that
+// failed: until the new attempt reports, the earlier runs say it.
+func TestETAAfterARetryIsTheNewAttempts(t *testing.T) {
+	h := newHarness(t)
+	e := h.engine()
+	h.drive(e)
+	gate := filepath.Join(t.TempDir(), "go")
+	tm := parse(t, `
+name: retried
+params:
+  gate: {type: string, default: ""}
+stages:
+  - name: train
+    retries: 1
+    command: [sh, -c, 'if [ ! -e "${params.gate}.failed" ]; then i=1; while [ $i -le 50 ]; do echo "{\"step\": $i, \"total_steps\": 100, \"loss\": 1}"; i=$((i+1)); done; touch "${params.gate}.failed"; exit 1; fi; while [ ! -e "${params.gate}" ]; do sleep 0.05; done']
+`)
+	ctx := context.Background()
+	run, err := e.Submit(ctx, RunSpec{Template: tm, Values: mustValues(t, tm, "gate", gate)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) })
+	until(t, 30*time.Second, "the second attempt running", func() bool {
+		r := mustRun(t, e, run.ID)
+		return len(r.Stages) == 1 && r.Stages[0].State == Running && r.Stages[0].Attempts == 2
+	})
+	eta, err := e.RunETA(ctx, run.ID)
+	require.NoError(t, err)
+	require.False(t, eta.Paced, "the failed attempt's 50 of 100 steps say nothing of this one: %+v", eta)
 }

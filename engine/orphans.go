@@ -312,10 +312,12 @@ func registerEnded(rec *runRecord, dir, why string) {
 
 // rereadMetrics reads a registered run's metric points again from what
 // its folder holds, as the engine read them while it ran: every attempt's
-// stdout, stderr and metrics.jsonl, with the stage's text rules, and the
-// TensorBoard and CSV files (for the latest attempt of each stage: older
-// files cannot be told from its own). It returns how many points it
-// stored.
+// stdout and stderr, with the stage's text rules, and for the latest
+// attempt of each stage its metrics.jsonl and the TensorBoard and CSV
+// files in the stage's folder, those written after its previous attempt
+// ended. Files in the run's folder (and the template's own locations)
+// are not read: with the attempts' start times lost, nothing tells which
+// stage or attempt wrote them. It returns how many points it stored.
 func rereadMetrics(ctx context.Context, store *storage.DB, rec runRecord, dir string) (int, error) {
 	t, err := template.Parse(rec.Run.TemplateSource, []byte(rec.Run.TemplateYAML))
 	if err != nil {
@@ -324,28 +326,33 @@ func rereadMetrics(ctx context.Context, store *storage.DB, rec runRecord, dir st
 	w := metrics.NewWriter(store, metrics.WriterOptions{})
 	var stored atomic.Int64
 	var errs []error
+	logOf := func(stageDir string, n int, stream string) string {
+		return filepath.Join(stageDir, fmt.Sprintf("attempt-%d.%s.log", n, stream))
+	}
 	for _, st := range t.Stages {
 		stageDir := filepath.Join(dir, st.Name)
 		logs, _ := filepath.Glob(filepath.Join(stageDir, "attempt-*.stdout.log"))
-		last := 0
 		var numbers []int
 		for _, l := range logs {
 			var n int
 			if _, err := fmt.Sscanf(filepath.Base(l), "attempt-%d.stdout.log", &n); err == nil && n > 0 {
 				numbers = append(numbers, n)
-				last = max(last, n)
 			}
 		}
-		for _, n := range numbers {
-			src := metrics.Sources{Rules: st.Metrics}
-			if n == last {
-				src.TensorBoard, src.CSV = st.TensorBoard, st.CSV
-			}
+		slices.Sort(numbers)
+		for i, n := range numbers {
 			c := &metrics.Collector{Store: store, Writer: w, RunID: rec.Run.ID, Stage: st.Name, Attempt: n,
-				RunDir: dir, StageDir: stageDir, Sources: src,
-				Stdout:   filepath.Join(stageDir, fmt.Sprintf("attempt-%d.stdout.log", n)),
-				Stderr:   filepath.Join(stageDir, fmt.Sprintf("attempt-%d.stderr.log", n)),
+				RunDir: dir, StageDir: stageDir, Sources: metrics.Sources{Rules: st.Metrics}, Files: metrics.NoFiles,
+				Stdout: logOf(stageDir, n, "stdout"), Stderr: logOf(stageDir, n, "stderr"),
 				OnPoints: func(pts []storage.MetricPoint) { stored.Add(int64(len(pts))) }}
+			if i == len(numbers)-1 {
+				c.Files = metrics.StageFiles
+				if i > 0 { // files older than the previous attempt's end are its
+					if fi, err := os.Stat(logOf(stageDir, numbers[i-1], "stdout")); err == nil {
+						c.Since = fi.ModTime()
+					}
+				}
+			}
 			if err := c.Start(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("stage %s attempt %d: %w", st.Name, n, err))
 				continue

@@ -151,6 +151,9 @@ stages:
   - name: a
     metrics: key-value
     command: ["true"]
+  - name: b
+    needs: [a]
+    command: ["true"]
 `)
 	info, err := e.Submit(ctx, RunSpec{Template: tm})
 	require.NoError(t, err)
@@ -163,13 +166,26 @@ stages:
 	write("attempt-1.stdout.log", `{"step": 1, "loss": 9}`+"\n"+`{"step": 2, "loss": 8}`+"\n")
 	write("attempt-2.stdout.log", "step=1 loss=0.5\nstep=2 loss=0.4\nstep=3 loss=0.3\n")
 	write("attempt-2.stderr.log", `{"step": 3, "lr": 0.1}`+"\n")
+	// The first attempt ended an hour ago; the CSV log in the stage's
+	// folder is the second's.
+	hourAgo := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(a, "attempt-1.stdout.log"), hourAgo, hourAgo))
+	csv := "step,acc\n1,0.5\n2,0.6\n"
+	require.NoError(t, os.MkdirAll(filepath.Join(a, "lightning_logs", "version_0"), 0o755))
+	write(filepath.Join("lightning_logs", "version_0", "metrics.csv"), csv)
+	// Stage b ran once; a CSV log in the run's folder could be either
+	// stage's: it is not read.
+	require.NoError(t, os.MkdirAll(filepath.Join(info.Dir, "b"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(info.Dir, "b", "attempt-1.stdout.log"), []byte(`{"step": 1, "f1": 0.7}`+"\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(info.Dir, "lightning_logs", "version_0"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(info.Dir, "lightning_logs", "version_0", "metrics.csv"), []byte(csv), 0o644))
 
 	outs, err := ReconcileFolders(ctx, h.store, h.home, "a test lost it")
 	require.NoError(t, err)
 	require.Len(t, outs, 1)
 	require.Equal(t, FolderRegistered, outs[0].Action)
 	require.NoError(t, outs[0].PointsErr)
-	require.Equal(t, 6, outs[0].Points)
+	require.Equal(t, 9, outs[0].Points, "2 + 3 + 1 from the logs, 2 from the stage's CSV, 1 of stage b")
 	series := func(attempt int, key string) []float64 {
 		pts, err := h.store.MetricSeriesAllAttempts(ctx, info.ID, "a", key)
 		require.NoError(t, err)
@@ -184,4 +200,9 @@ stages:
 	require.Equal(t, []float64{9, 8}, series(1, "loss"))
 	require.Equal(t, []float64{0.5, 0.4, 0.3}, series(2, "loss"))
 	require.Equal(t, []float64{0.1}, series(2, "lr"))
+	require.Equal(t, []float64{0.5, 0.6}, series(2, "acc"), "the stage's CSV, once, in its latest attempt")
+	require.Empty(t, series(1, "acc"))
+	pts, err := h.store.MetricSeriesAllAttempts(ctx, info.ID, "b", "acc")
+	require.NoError(t, err)
+	require.Empty(t, pts, "the run folder's CSV is nobody's")
 }

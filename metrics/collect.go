@@ -43,6 +43,20 @@ var (
 	DefaultCSV = []string{"lightning_logs/*/metrics.csv"}
 )
 
+// FileScope is which files a Collector reads beside stdout and stderr.
+type FileScope int
+
+const (
+	// AllFiles: metrics.jsonl, and TensorBoard and CSV files in the stage
+	// folder, the run folder and the template's locations.
+	AllFiles FileScope = iota
+	// StageFiles: metrics.jsonl and the stage folder's default
+	// TensorBoard and CSV locations.
+	StageFiles
+	// NoFiles: stdout and stderr alone.
+	NoFiles
+)
+
 // CursorStore is what a Collector reads from storage when it starts:
 // *storage.DB implements it.
 type CursorStore interface {
@@ -76,6 +90,12 @@ type Collector struct {
 	// matched nothing ("metrics_unmatched"), a damaged TensorBoard file
 	// ("tensorboard_damaged"). kind is a code, message and fix sentences.
 	OnNote func(kind, message, fix string)
+	// Files says which files beside stdout and stderr it reads: every
+	// source (AllFiles, the default), the stage folder's alone
+	// (StageFiles), or none (NoFiles). A re-read after the record was
+	// lost, with no attempt start to tell one attempt's files from
+	// another's, narrows it.
+	Files FileScope
 	// MaxKeys is the most distinct metric keys the attempt may report
 	// (0: DefaultMaxKeys); points of further keys are dropped, with one
 	// note ("metrics_keys_limit").
@@ -115,11 +135,17 @@ func (c *Collector) Start(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err := errors.Join(
-		add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&tbLocs, c.RunDir, DefaultTensorBoardRun),
-		add(&tbLocs, c.RunDir, c.Sources.TensorBoard),
-		add(&csvLocs, c.StageDir, DefaultCSV), add(&csvLocs, c.RunDir, DefaultCSV), add(&csvLocs, c.RunDir, c.Sources.CSV),
-	); err != nil {
+	var err error
+	switch c.Files {
+	case AllFiles:
+		err = errors.Join(
+			add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&tbLocs, c.RunDir, DefaultTensorBoardRun),
+			add(&tbLocs, c.RunDir, c.Sources.TensorBoard),
+			add(&csvLocs, c.StageDir, DefaultCSV), add(&csvLocs, c.RunDir, DefaultCSV), add(&csvLocs, c.RunDir, c.Sources.CSV))
+	case StageFiles:
+		err = errors.Join(add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&csvLocs, c.StageDir, DefaultCSV))
+	}
+	if err != nil {
 		return err
 	}
 
@@ -199,7 +225,7 @@ func (c *Collector) Start(ctx context.Context) error {
 	if c.Stderr != "" {
 		stream("stderr", c.Stderr, true)
 	}
-	if c.StageDir != "" {
+	if c.StageDir != "" && c.Files != NoFiles {
 		stream("file:metrics.jsonl", filepath.Join(c.StageDir, "metrics.jsonl"), false)
 	}
 

@@ -254,3 +254,22 @@ stages:
 }
 
 func fmtSscan(s string, p *int) (int, error) { return fmt.Sscan(s, p) }
+
+// `niuma cancel` of a run that has already ended says there was nothing
+// to stop and goes on with the next run, exiting 0: what cancel is for
+// holds.
+func TestCancelOfAnEndedRunGoesOn(t *testing.T) {
+	tempHome(t)
+	tmpl := writeTemplate(t, "name: c\nstages:\n  - name: a\n    command: [\"true\"]\n")
+	code, out, errOut := niuma(t, "run", tmpl, "--wait")
+	require.Equal(t, 0, code, errOut)
+	done := runID(t, out)
+	code, out, errOut = niuma(t, "run", tmpl, "--allow-duplicate") // queued: no engine runs it here
+	require.Equal(t, 0, code, errOut)
+	queued := runID(t, out)
+
+	code, out, errOut = niuma(t, "cancel", done, queued)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "run "+done+" has already succeeded: nothing to stop\n")
+	require.Contains(t, out, "cancelling "+queued+"\n", "the next run is cancelled")
+}

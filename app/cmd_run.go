@@ -377,7 +377,13 @@ func (c *cli) cancel(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.engine.Cancel(ctx, id); err != nil {
+		var ended *engine.EndedError
+		switch err := s.engine.Cancel(ctx, id); {
+		case errors.As(err, &ended):
+			// What cancel is for holds already: on to the next run.
+			fmt.Fprintf(c.out, "%s: nothing to stop\n", ended)
+			continue
+		case err != nil:
 			return err
 		}
 		fmt.Fprintf(c.out, "cancelling %s\n", id)

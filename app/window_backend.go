@@ -88,14 +88,19 @@ func (b windowBackend) Studies(ctx context.Context) ([]ui.StudyInfo, error) {
 
 // Advise is the Templates page's "Suggested next" for a template: what
 // the tuner would try next over the template's search space, learnt from
-// the archive's runs of it (study.Advise).
+// the archive's runs of it (study.Advise). A template that can never be
+// advised on (no objective, nothing to search) gets no values and no
+// error.
 func (b windowBackend) Advise(ctx context.Context, name string) (ui.Advice, error) {
 	t, err := loadTemplate(b.home, name)
 	if err != nil {
 		return ui.Advice{}, err
 	}
 	a, err := study.Advise(ctx, b.store, b.Engine, t)
-	if err != nil {
+	switch {
+	case errors.Is(err, study.ErrNothingToAdvise):
+		return ui.Advice{}, nil // never any advice: the page shows none
+	case err != nil:
 		return ui.Advice{}, err
 	}
 	return ui.Advice{Values: a.Values, Searched: a.Searched, Why: whyNext(a.Objective, &a.Prediction, "runs")}, nil

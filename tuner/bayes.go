@@ -216,6 +216,21 @@ func Suggest(cfg Config, trials []Trial, n int) ([]Suggestion, error) {
 	return out, nil
 }
 
+// Propose is the model's own next point, with no opening design and no
+// alternation: the Gaussian process's best expected improvement over
+// trials, with its prediction. It needs two results (Done or Pruned).
+// Seeded as Suggest is: the same trials give the same point. It is the
+// advice for a template outside any study.
+func Propose(cfg Config, trials []Trial) (Suggestion, error) {
+	m, err := Fit(cfg, trials)
+	if err != nil {
+		return Suggestion{}, err
+	}
+	x := m.next(cfg.rng(len(trials), 3))
+	p := m.prediction(x)
+	return Suggestion{Values: m.enc.decode(x), Method: MethodBayes, Prediction: &p}, nil
+}
+
 func asPending(s []Suggestion) []Trial {
 	out := make([]Trial, len(s))
 	for i, x := range s {

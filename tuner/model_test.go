@@ -391,3 +391,25 @@ func TestRandomAvoidsRepeats(t *testing.T) {
 	_, err = Random(Config{Space: s, Goal: "up"}, nil, 1)
 	require.ErrorContains(t, err, `the goal must be "min" or "max", not "up"`)
 }
+
+// Propose is always the model's own point, whatever the number of trials
+// (Suggest takes turns with a Parzen draw), seeded, with a prediction and
+// inside the space; fewer than two results is an error.
+func TestProposeIsTheModelsPoint(t *testing.T) {
+	cfg := Config{Space: benchSpace, Goal: Maximize, Seed: 2}
+	_, err := Propose(cfg, benchTrials(1))
+	require.Error(t, err)
+	for n := 2; n <= 6; n++ {
+		a, err := Propose(cfg, benchTrials(n))
+		require.NoError(t, err)
+		require.Equal(t, MethodBayes, a.Method, "%d trials", n)
+		require.NotNil(t, a.Prediction)
+		require.Equal(t, n, a.Prediction.Trials)
+		for _, p := range benchSpace.Params {
+			require.NoError(t, p.check(a.Values[p.Name]))
+		}
+		b, err := Propose(cfg, benchTrials(n))
+		require.NoError(t, err)
+		require.Equal(t, a, b)
+	}
+}

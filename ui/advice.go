@@ -21,7 +21,8 @@ type Advice struct {
 	Why      string         // what the model expects, e.g. "expected val_acc 0.975 ± 0.004 from 14 runs"
 }
 
-// adviser is what the engine offers for it. Without it the Templates page
+// adviser is what the engine offers for it: no Values and no error for a
+// template that can never be advised on. Without it the Templates page
 // suggests nothing.
 type adviser interface {
 	Advise(ctx context.Context, template string) (Advice, error)
@@ -61,6 +62,11 @@ type advicePane struct {
 	shown  string // the template the pane is for
 	values map[string]any
 	open   func(tmpl string, values map[string]any)
+	// asked counts the questions put to the adviser: an answer to any
+	// but the latest is dropped; cancel ends the latest's work when
+	// another template is picked.
+	asked  int
+	cancel context.CancelFunc
 }
 
 func newAdvicePane(open func(string, map[string]any)) *advicePane {
@@ -78,9 +84,13 @@ func newAdvicePane(open func(string, map[string]any)) *advicePane {
 }
 
 // show works out the suggestion for tmpl with adv, off the UI goroutine
-// (it reads every earlier run's curve), saying so meanwhile; a later show
-// for another template wins.
+// (it reads every earlier run's curve), saying so meanwhile; picking
+// another template cancels the work for this one.
 func (p *advicePane) show(ctx context.Context, adv adviser, tmpl string) {
+	p.stop()
+	p.asked++
+	asked := p.asked
+	ctx, p.cancel = context.WithCancel(ctx)
 	p.shown, p.values = tmpl, nil
 	p.line.Importance = widget.LowImportance
 	p.line.SetText("Suggested next: working it out from the earlier runs of " + tmpl + "…")
@@ -89,24 +99,37 @@ func (p *advicePane) show(ctx context.Context, adv adviser, tmpl string) {
 	go func() {
 		a, err := adv.Advise(ctx, tmpl)
 		fyne.Do(func() {
-			if p.shown != tmpl {
-				return
+			if p.asked != asked {
+				return // another question was put since
 			}
-			if err != nil {
+			switch {
+			case err != nil:
 				p.line.Importance = widget.LowImportance
 				p.line.SetText("No suggestion yet: " + err.Error())
-				return
+			case a.Values == nil:
+				p.box.Hide() // this template is never advised on
+			default:
+				p.values = a.Values
+				p.line.Importance = widget.MediumImportance
+				p.line.SetText(adviceText(a))
+				p.launch.Show()
 			}
-			p.values = a.Values
-			p.line.Importance = widget.MediumImportance
-			p.line.SetText(adviceText(a))
-			p.launch.Show()
 		})
 	}()
 }
 
+// stop cancels the work for the suggestion on screen, if any.
+func (p *advicePane) stop() {
+	if p.cancel != nil {
+		p.cancel()
+		p.cancel = nil
+	}
+}
+
 // hide empties the pane (a template that does not parse).
 func (p *advicePane) hide() {
+	p.stop()
+	p.asked++
 	p.shown, p.values = "", nil
 	p.box.Hide()
 }

@@ -51,12 +51,16 @@ func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
 	s.Show("Templates")
 	require.False(t, s.advice.box.Visible(), "nothing picked, nothing suggested")
 
+	var text string
+	lineIs := func(want string) func() bool {
+		return func() bool {
+			fyne.DoAndWait(func() { text = s.advice.line.Text })
+			return text == want
+		}
+	}
 	s.templates.Select(1) // demo
-	require.Eventually(t, func() bool {
-		var text string
-		fyne.DoAndWait(func() { text = s.advice.line.Text })
-		return text == "Suggested next: lr=0.00316, hidden=128 — expected val_acc 0.975 ± 0.004 from 14 runs"
-	}, 10*time.Second, 10*time.Millisecond, "got %q", s.advice.line.Text)
+	require.Eventually(t, lineIs("Suggested next: lr=0.00316, hidden=128 — expected val_acc 0.975 ± 0.004 from 14 runs"),
+		10*time.Second, 10*time.Millisecond)
 	require.True(t, s.advice.launch.Visible())
 	test.Tap(s.advice.launch)
 	require.NotNil(t, s.wizard, "the wizard opened")
@@ -75,13 +79,25 @@ func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
 	b.amu.Unlock()
 	s.templates.Unselect(0)
 	s.templates.Select(1)
-	require.Eventually(t, func() bool {
-		var text string
-		fyne.DoAndWait(func() { text = s.advice.line.Text })
-		return text == "No suggestion yet: a suggestion needs 2 succeeded runs of demo that report val_acc with the same other values; the archive has 1"
-	}, 10*time.Second, 10*time.Millisecond, "got %q", s.advice.line.Text)
+	require.Eventually(t, lineIs("No suggestion yet: a suggestion needs 2 succeeded runs of demo that report val_acc with the same other values; the archive has 1"),
+		10*time.Second, 10*time.Millisecond)
 	require.False(t, s.advice.launch.Visible(), "nothing to launch")
-	require.Equal(t, []string{"demo", "demo"}, b.asked, "a template that does not parse is not asked about")
+
+	// A template that can never be advised on (no objective) shows no
+	// suggestion at all.
+	b.amu.Lock()
+	b.advice = map[string]Advice{"demo": {}}
+	b.amu.Unlock()
+	s.templates.Unselect(1)
+	s.templates.Select(1)
+	require.Eventually(t, func() bool {
+		var shown bool
+		fyne.DoAndWait(func() { shown = s.advice.box.Visible() })
+		return !shown
+	}, 10*time.Second, 10*time.Millisecond)
+	b.amu.Lock()
+	defer b.amu.Unlock()
+	require.Equal(t, []string{"demo", "demo", "demo"}, b.asked, "a template that does not parse is not asked about")
 }
 
 // liveStudies is a study backend whose studies change under the test.

@@ -590,7 +590,11 @@ type ArchiveView struct {
 	studiesBox  *fyne.Container
 	studiesDlg  dialog.Dialog
 	studiesOpen atomic.Bool
-	shownCols   int // columns the table was last sized for
+	// studiesRead numbers the reads of the studies as they start, and
+	// studiesFilled is the one on screen (Fyne's thread only).
+	studiesRead   atomic.Int64
+	studiesFilled int64
+	shownCols     int // columns the table was last sized for
 	// confirm asks before deleting; a seam for tests.
 	confirm func(title, msg string, cb func(bool))
 	// compareView is the last compare window's content, for tests.

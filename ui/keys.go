@@ -333,6 +333,9 @@ func showWithKeys(d dialog.Dialog, win fyne.Window, enter, escape func()) {
 // d has closed (a dialog has one OnClosed, which the keys take).
 func showWithKeysUntil(d dialog.Dialog, win fyne.Window, enter, escape, closed func()) {
 	if win == nil {
+		if closed != nil {
+			d.SetOnClosed(closed)
+		}
 		d.Show()
 		return
 	}

@@ -117,11 +117,13 @@ func (v *ArchiveView) Studies() {
 	if !ok || v.win == nil {
 		return
 	}
+	read := v.studiesRead.Add(1)
 	studies, err := sb.Studies(context.Background())
 	if err != nil {
 		showError(fmt.Errorf("read the studies: %w", err), v.win)
 		return
 	}
+	v.studiesFilled = read
 	box := container.NewVBox()
 	scroll := container.NewVScroll(box)
 	scroll.SetMinSize(fyne.NewSize(640, 360))
@@ -194,12 +196,16 @@ func (v *ArchiveView) refreshStudies(ctx context.Context) (fill func()) {
 	if !ok || !v.studiesOpen.Load() {
 		return nil
 	}
+	read := v.studiesRead.Add(1)
 	studies, err := sb.Studies(ctx)
 	if err != nil {
 		return nil
 	}
 	return func() {
-		if v.studiesOpen.Load() {
+		// Reads overlap (the ticker's and a reload's): an older one
+		// landing last must not put back what a newer one replaced.
+		if v.studiesOpen.Load() && read > v.studiesFilled {
+			v.studiesFilled = read
 			v.fillStudies(studies)
 		}
 	}

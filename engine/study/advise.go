@@ -39,21 +39,27 @@ func (e *TooFewRuns) Error() string {
 	return fmt.Sprintf("a suggestion needs 2 succeeded runs of %s that report %s with the same other values; the archive has %d", e.Template, e.Objective, e.Have)
 }
 
+// ErrNothingToAdvise is Advise's answer for a template it can never
+// advise on, whatever the archive holds.
+var ErrNothingToAdvise = errors.New("nothing to advise on")
+
 // Advise works out the next run of t to try from the archive: the
 // template's searchable parameters (its tune.search) are searched; its
 // succeeded runs (of the same template text) are the finished trials, and
 // of those only the ones that share their other values with the most
 // others (the archive's largest comparable group; the newest wins a tie),
-// so that the model compares like with like. The suggestion is seeded:
-// the same archive gives the same advice. With fewer than two such runs it
-// returns ErrTooFewRuns, wrapped with how many there are.
+// so that the model compares like with like (the archive's largest such
+// group that reports the objective, when the largest does not). The
+// suggestion is seeded: the same archive gives the same advice. With
+// fewer than two such runs it returns a *TooFewRuns; a template with no
+// objective or nothing to search, ErrNothingToAdvise (wrapped).
 func Advise(ctx context.Context, db *storage.DB, eng Engine, t *template.Template) (Advice, error) {
 	if t == nil || t.Objective.Metric == "" {
-		return Advice{}, errors.New("the template declares no objective, so there is nothing to judge runs by")
+		return Advice{}, fmt.Errorf("%w: the template declares no objective, so there is nothing to judge runs by", ErrNothingToAdvise)
 	}
 	names := t.Searchable()
 	if len(names) == 0 {
-		return Advice{}, errors.New("the template has no parameter to search")
+		return Advice{}, fmt.Errorf("%w: the template has no parameter to search", ErrNothingToAdvise)
 	}
 	space := t.Space(names...)
 	if err := space.Searchable(); err != nil {
@@ -63,47 +69,61 @@ func Advise(ctx context.Context, db *storage.DB, eng Engine, t *template.Templat
 	if err != nil {
 		return Advice{}, err
 	}
-	fixed, n := largestGroup(t, space, runs)
 	a := Advice{Searched: space.Names(), Objective: t.Objective.Metric, Goal: t.Objective.Goal}
-	if n < 2 {
-		return a, &TooFewRuns{Template: t.Name, Objective: t.Objective.Metric, Have: n}
-	}
-	l := Loaded{Study: storage.Study{TemplateName: t.Name, TemplateYAML: string(t.YAML), Objective: t.Objective.Metric, Goal: t.Objective.Goal},
-		Template: t, Space: space, Fixed: fixed}
-	d := &Driver{Engine: eng, Store: db, stageOf: map[string]string{}}
-	trials, err := d.warmStart(ctx, l)
-	if err != nil {
-		return a, err
+	// The largest group of comparable runs that reports the objective
+	// (a larger one may not: another stage, a metric since renamed).
+	var (
+		l      Loaded
+		d      *Driver
+		trials []tuner.Trial
+		have   int
+	)
+	for i, g := range comparableGroups(t, space, runs) {
+		if g.n < 2 || i == maxAdviceGroups {
+			have = max(have, min(g.n, 1)) // a lone run: one, if it reports
+			break
+		}
+		l = Loaded{Study: storage.Study{TemplateName: t.Name, TemplateYAML: string(t.YAML), Objective: t.Objective.Metric, Goal: t.Objective.Goal},
+			Template: t, Space: space, Fixed: g.values}
+		d = &Driver{Engine: eng, Store: db, stageOf: map[string]string{}}
+		if trials, err = d.warmStart(ctx, l); err != nil {
+			return a, err
+		}
+		if have = max(have, len(trials)); len(trials) >= 2 {
+			break
+		}
 	}
 	if len(trials) < 2 {
-		return a, &TooFewRuns{Template: t.Name, Objective: t.Objective.Metric, Have: len(trials)}
+		return a, &TooFewRuns{Template: t.Name, Objective: t.Objective.Metric, Have: have}
 	}
-	// The model places the point at once: an opening design is for a
+	// The model's own point: an opening design or a random draw is for a
 	// study with a budget to spend, not for one piece of advice.
-	cfg := tuner.Config{Space: space, Goal: tuner.Goal(t.Objective.Goal), Fixed: d.fixedOf(l), Startup: 2}
-	sugg, err := tuner.Suggest(cfg, trials, 1)
+	sugg, err := tuner.Propose(tuner.Config{Space: space, Goal: tuner.Goal(t.Objective.Goal), Fixed: d.fixedOf(l)}, trials)
 	if err != nil {
 		return a, err
 	}
-	if len(sugg) != 1 || sugg[0].Prediction == nil {
-		return a, errors.New("the tuner made no prediction")
-	}
-	a.Values = maps.Clone(fixed)
-	for k, x := range sugg[0].Values {
+	a.Values = maps.Clone(l.Fixed)
+	for k, x := range sugg.Values {
 		a.Values[k] = x
 	}
-	a.Prediction, a.Runs = finitePrediction(*sugg[0].Prediction), len(trials)
+	a.Prediction, a.Runs = finitePrediction(*sugg.Prediction), len(trials)
 	return a, nil
 }
 
-// largestGroup is the values of the runs of t that share their values
-// outside space with the most other runs, and how many runs share them
-// (runs come newest first, so the newest group wins a tie).
-func largestGroup(t *template.Template, space tuner.Space, runs []storage.Run) (template.Values, int) {
-	type group struct {
-		values template.Values
-		n, at  int
-	}
+// maxAdviceGroups bounds the groups of comparable runs Advise reads the
+// curves of, largest first.
+const maxAdviceGroups = 5
+
+// group is runs of a template that share their values outside the space:
+// values is the newest one's, n how many there are.
+type group struct {
+	values template.Values
+	n, at  int
+}
+
+// comparableGroups groups the runs of t by their values outside space,
+// largest first (runs come newest first, so the newest group wins a tie).
+func comparableGroups(t *template.Template, space tuner.Space, runs []storage.Run) []*group {
 	groups := map[string]*group{}
 	for i, r := range runs {
 		if r.Template != t.Name || r.TemplateYAML != string(t.YAML) {
@@ -136,8 +156,5 @@ func largestGroup(t *template.Template, space tuner.Space, runs []storage.Run) (
 		}
 		return all[i].at < all[j].at
 	})
-	if len(all) == 0 {
-		return nil, 0
-	}
-	return all[0].values, all[0].n
+	return all
 }

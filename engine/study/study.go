@@ -266,7 +266,8 @@ func Stop(ctx context.Context, db *storage.DB, eng Canceller, id string) (storag
 		if r.State.Done() {
 			continue
 		}
-		if err := eng.Cancel(ctx, rid); err != nil {
+		var ended *engine.EndedError
+		if err := eng.Cancel(ctx, rid); err != nil && !errors.As(err, &ended) { // one that just ended needs no stop
 			return storage.Study{}, fmt.Errorf("stop study %s: %w", s.ID, err)
 		}
 	}

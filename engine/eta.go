@@ -223,7 +223,7 @@ func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 // pace is how far a running stage's latest attempt is by its own report.
 type pace struct {
 	done    float64   // share of its total_steps, in (0, 1]
-	perStep float64   // seconds a step has taken, start-up included
+	perStep float64   // seconds a step has taken
 	steps   float64   // steps still to go
 	at      time.Time // when it last reported
 }
@@ -289,7 +289,18 @@ func (e *Engine) paces(ctx context.Context, runID string) (map[string]pace, erro
 			continue
 		}
 		step := min(float64(p.Step), total)
-		out[stage] = pace{done: step / total, perStep: p.Wall.Sub(start).Seconds() / step, steps: total - step, at: p.Wall}
+		pc := pace{done: step / total, perStep: p.Wall.Sub(start).Seconds() / step, steps: total - step, at: p.Wall}
+		// Between its first report and its last, the pace leaves out the
+		// start-up (imports, data loading) and counts only the steps this
+		// attempt made (one resumed from a checkpoint starts far in).
+		first, ok, err := e.store.FirstMetricPoint(ctx, runID, stage, p.Key, p.Attempt)
+		if err != nil {
+			return nil, err
+		}
+		if ok && first.Step < p.Step && !first.Wall.IsZero() && p.Wall.After(first.Wall) {
+			pc.perStep = p.Wall.Sub(first.Wall).Seconds() / float64(p.Step-first.Step)
+		}
+		out[stage] = pc
 	}
 	return out, nil
 }

@@ -538,6 +538,30 @@ func (db *DB) LastMetrics(ctx context.Context, runID string) ([]MetricPoint, err
 	return out, nil
 }
 
+// FirstMetricPoint is the point with the lowest step (the first to arrive
+// at it) of one key of one attempt of a stage; ok is false when there is
+// none. One row read, however long the series: the ETA asks it of every
+// running stage each time the board redraws.
+func (db *DB) FirstMetricPoint(ctx context.Context, runID, stage, key string, attempt int) (p MetricPoint, ok bool, err error) {
+	var (
+		v    sql.NullFloat64
+		wall sql.NullInt64
+	)
+	err = db.r.QueryRowContext(ctx, `SELECT p.step, p.seq, p.value, p.wall_ns FROM metric_series s
+		JOIN metric_points p ON p.series_id = s.id
+		WHERE s.run_id = ? AND s.stage = ? AND s.key = ? AND s.attempt = ?
+		ORDER BY p.step, p.seq LIMIT 1`, runID, stage, key, attempt).Scan(&p.Step, &p.Seq, &v, &wall)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return p, false, nil
+	case err != nil:
+		return p, false, fmt.Errorf("first point of %s of stage %s of run %s: %w", key, stage, runID, err)
+	}
+	p.RunID, p.Stage, p.Key, p.Attempt = runID, stage, key, attempt
+	p.Value, p.Wall = floatOf(v), timeOf(wall)
+	return p, true, nil
+}
+
 // MetricSeries returns the points of one key of one stage from the latest
 // attempt that logged that key, ordered by step and, within a step, by
 // arrival (Seq). No points is not an error.

@@ -71,8 +71,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "niuma: unknown command %q\n\n%s", printable.Shorten(cmd, 64), usage)
 		return 2
 	}
-	var ex exitError
+	var (
+		ex   exitError
+		help flagHelp
+	)
 	switch {
+	case errors.As(err, &help):
+		fmt.Fprintf(stdout, "Usage of %s:\n", help.fs.Name())
+		help.fs.SetOutput(stdout)
+		help.fs.PrintDefaults()
+		return 0
 	case errors.As(err, &ex):
 		if ex.msg != "" {
 			say(stderr, ex.msg)
@@ -213,17 +221,30 @@ type cli struct {
 
 func (c *cli) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("niuma "+name, flag.ContinueOnError)
-	fs.SetOutput(c.err)
+	// The flag package's own printing (the error, then every flag) is
+	// replaced by parseInterspersed's errors: one line, and the flags on
+	// stdout only when asked for (--help).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
+
+// flagHelp is parseInterspersed's answer to -h or --help: Main prints the
+// command's flags on stdout and exits 0.
+type flagHelp struct{ fs *flag.FlagSet }
+
+func (h flagHelp) Error() string { return "help requested" }
 
 // parseInterspersed parses flags that may come after positional arguments
 // (`niuma show ID --json`), which the flag package alone does not allow.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+		switch err := fs.Parse(args); {
+		case errors.Is(err, flag.ErrHelp):
+			return nil, flagHelp{fs}
+		case err != nil:
+			return nil, exitError{code: 2, msg: fmt.Sprintf("%s: %s; `%s --help` lists its flags", strings.TrimPrefix(fs.Name(), "niuma "), printable.Shorten(err.Error(), 200), fs.Name())}
 		}
 		args = fs.Args()
 		if len(args) == 0 {

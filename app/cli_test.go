@@ -273,3 +273,22 @@ func TestCancelOfAnEndedRunGoesOn(t *testing.T) {
 	require.Contains(t, out, "run "+done+" has already succeeded: nothing to stop\n")
 	require.Contains(t, out, "cancelling "+queued+"\n", "the next run is cancelled")
 }
+
+// A flag a command does not take, or a bad value, is one line that says
+// where the flags are listed (exit 2); --help lists them on stdout (exit 0).
+func TestFlagErrorsAndHelp(t *testing.T) {
+	tempHome(t)
+	code, out, errOut := niuma(t, "run", "digits-mlp", "--bogus")
+	require.Equal(t, 2, code)
+	require.Empty(t, out)
+	require.Equal(t, "niuma: run: flag provided but not defined: -bogus; `niuma run --help` lists its flags\n", errOut)
+	code, _, errOut = niuma(t, "ls", "-n", "x")
+	require.Equal(t, 2, code)
+	require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+	require.Contains(t, errOut, `invalid value "x" for flag -n`)
+	code, out, errOut = niuma(t, "run", "--help")
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, errOut)
+	require.Contains(t, out, "Usage of niuma run:")
+	require.Contains(t, out, "-allow-duplicate")
+}

@@ -20,7 +20,7 @@ func (c *cli) cluster(ctx context.Context, args []string) error {
 	user := fs.String("user", "", "whose jobs to list (default: you)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) > 0 {
 		return exitError{code: 2, msg: fmt.Sprintf("cluster takes no arguments, got %q", pos)}

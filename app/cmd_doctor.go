@@ -51,7 +51,7 @@ func (c *cli) doctor(ctx context.Context, args []string) error {
 	repair := fs.Bool("repair", false, "restore the newest good backup over a damaged archive and register the run folders it lacks")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseInterspersed(fs, args); err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	home, err := Home()
 	if err != nil {

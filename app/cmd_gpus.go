@@ -22,7 +22,7 @@ func (c *cli) gpus(ctx context.Context, args []string) error {
 	seed := fs.Int64("seed", 1, "seed of the simulated GPUs' telemetry")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) > 0 {
 		return exitError{code: 2, msg: fmt.Sprintf("gpus takes no arguments, got %q", pos)}

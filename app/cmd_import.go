@@ -12,7 +12,7 @@ func (c *cli) importCmd(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) != 2 || pos[0] != "tensorboard" {
 		return exitError{code: 2, msg: "import needs what and where: niuma import tensorboard LOGDIR (the folder TensorBoard was started with)"}

@@ -33,7 +33,7 @@ func (c *cli) report(ctx context.Context, args []string) error {
 	studyID := fs.String("study", "", "a study's report: its trials, best so far and pruning evidence, then its runs compared")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if *studyID != "" && len(pos) > 0 {
 		return exitError{code: 2, msg: "report --study STUDY takes no RUN: the study's trials are its runs"}

@@ -34,7 +34,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	needs := addNeedFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) != 1 {
 		return exitError{code: 2, msg: "run needs exactly one TEMPLATE (see `niuma templates`)"}
@@ -302,7 +302,7 @@ func (c *cli) engineCmd(ctx context.Context, args []string) error {
 	metricsAddr := fs.String("metrics-addr", os.Getenv(envMetricsAddr),
 		"serve Prometheus metrics on this address, e.g. 127.0.0.1:9464 (default $"+envMetricsAddr+"; off when empty)")
 	if _, err := parseInterspersed(fs, args); err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	s, err := open(c.err)
 	if err != nil {
@@ -359,7 +359,7 @@ func (c *cli) cancel(ctx context.Context, args []string) error {
 	fs := c.flags("cancel")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) == 0 {
 		return exitError{code: 2, msg: "cancel needs a RUN"}

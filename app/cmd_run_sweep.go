@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,26 +21,34 @@ import (
 type sweepFlags struct {
 	sweeps     multiFlag
 	random     int
+	randomSet  bool // --random was given (0 is refused, not ignored)
 	randomSeed uint64
 }
 
 func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	f := &sweepFlags{}
 	fs.Var(&f.sweeps, "sweep", "sweep a parameter: NAME=V1,V2,... or NAME=A..B[:STEP] for an int (repeatable; every combination becomes a run)")
-	fs.IntVar(&f.random, "random", 0, "launch N runs with values drawn at random from the template's ranges (parameters given with --set stay fixed)")
+	fs.Func("random", "launch N runs with values drawn at random from the template's ranges (parameters given with --set stay fixed)", func(text string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(text))
+		if err != nil {
+			return fmt.Errorf("give a number of runs, such as 20")
+		}
+		f.random, f.randomSet = n, true
+		return nil
+	})
 	fs.Uint64Var(&f.randomSeed, "random-seed", 0, "the seed of --random's draws (default: a fresh one, printed so the draws can be repeated)")
 	return f
 }
 
 // many reports whether the flags ask for more than one run.
-func (f *sweepFlags) many() bool { return len(f.sweeps) > 0 || f.random != 0 }
+func (f *sweepFlags) many() bool { return len(f.sweeps) > 0 || f.randomSet }
 
 // expand returns the values of every run the flags ask for, checked
 // against the template like --set. It goes through the same expansion as
 // the wizard's sweeps (template.Sweep) and the tuner's random search.
 func (f *sweepFlags) expand(t *template.Template, sets map[string]string, note func(string)) ([]template.Values, error) {
 	switch {
-	case f.random < 0:
+	case f.randomSet && f.random < 1:
 		return nil, exitError{code: 2, msg: fmt.Sprintf("--random %d: give a number of runs of at least 1", f.random)}
 	case f.random > tuner.MaxGrid:
 		return nil, exitError{code: 2, msg: fmt.Sprintf("--random %d: at most %d runs at once", f.random, tuner.MaxGrid)}

@@ -105,6 +105,7 @@ func TestRunSweepAndRandomRefuseBadInput(t *testing.T) {
 		{[]string{"--sweep", "hidden=8..300", "--sweep", "lr=0.1,0.2"}, "the sweep makes more than 500 runs (up to 2×293 = 586)"},
 		{[]string{"--random", "3", "--sweep", "lr=0.1,0.2"}, "--random and --sweep contradict each other"},
 		{[]string{"--random", "-1"}, "--random -1: give a number of runs of at least 1"},
+		{[]string{"--random", "0"}, "--random 0: give a number of runs of at least 1"},
 		{[]string{"--random", "501"}, "at most 500 runs at once"},
 		{[]string{"--random", "2", "--set", "lr=0.1", "--set", "hidden=8", "--set", "optimizer=sgd", "--set", "momentum=0.5"}, "--random: no parameter to draw"},
 	}

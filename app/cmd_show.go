@@ -66,7 +66,7 @@ func (c *cli) ls(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	limit := fs.Int("n", 0, "show at most N runs")
 	if _, err := parseInterspersed(fs, args); err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	s, err := openReader(c.err)
 	if err != nil {
@@ -210,7 +210,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) != 1 {
 		return exitError{code: 2, msg: "show needs one RUN (an ID, a unique prefix or its last part; see `niuma ls`)"}
@@ -414,7 +414,7 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 	raw := fs.Bool("raw", false, "print the output exactly as the stage wrote it (control characters too)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		return exitError{code: 2, msg: "logs needs RUN and optionally a STAGE"}
@@ -601,7 +601,7 @@ func (c *cli) dismiss(ctx context.Context, args []string) error {
 	fs := c.flags("dismiss")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) != 2 {
 		return exitError{code: 2, msg: "dismiss needs RUN and the anomaly's number (as `niuma show RUN` lists it, e.g. 12 or #12)"}

@@ -30,7 +30,7 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	if len(pos) > 0 {
 		return exitError{code: 2, msg: fmt.Sprintf("sim takes no arguments, got %q: give the trace with --trace FILE", pos)}

@@ -25,7 +25,7 @@ func (c *cli) tune(ctx context.Context, args []string) error {
 	fs := c.flags("tune")
 	table := fs.String("table", "", "a tabular benchmark: parameter columns, then METRIC_seedN value columns (.csv or .csv.gz)")
 	curves := fs.String("curves", "", "recorded learning curves (as bench/tuner/record-digits-grid.sh writes them), to measure early stopping")
-	budget := fs.Int("budget", 100, "trials per search (--table), trials of a study (default 20)")
+	budget := fs.Int("budget", 100, "trials of a study (20 when not given), or per search with --table (100)")
 	reps := fs.Int("reps", 20, "repetitions, each with its own seed (the median is reported)")
 	firstSeed := fs.Int("first-seed", 0, "the first repetition's seed; the reference script's are 0, 1, …, so another value scores the tuner on seeds nothing was tuned on (--table)")
 	noisy := fs.Bool("noisy", false, "a trial's result is one seed's value drawn at random, not the mean over seeds (--table)")
@@ -50,7 +50,7 @@ func (c *cli) tune(ctx context.Context, args []string) error {
 	status := fs.Bool("status", false, "list the studies, or with a STUDY, its trials, best so far and the next suggestion")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitError{code: 2}
+		return err
 	}
 	workersSet := false
 	fs.Visit(func(f *flag.Flag) {

@@ -292,3 +292,26 @@ func TestFlagErrorsAndHelp(t *testing.T) {
 	require.Contains(t, out, "Usage of niuma run:")
 	require.Contains(t, out, "-allow-duplicate")
 }
+
+// `niuma logs` of an attempt or a stage that has no output says why,
+// instead of printing nothing.
+func TestLogsOfWhatDidNotRunSaysSo(t *testing.T) {
+	tempHome(t)
+	tmpl := writeTemplate(t, "name: l\nstages:\n  - name: a\n    command: [sh, -c, 'echo hello']\n")
+	code, out, errOut := niuma(t, "run", tmpl, "--wait")
+	require.Equal(t, 0, code, errOut)
+	ran := runID(t, out)
+	code, out, _ = niuma(t, "logs", ran, "a")
+	require.Equal(t, 0, code)
+	require.Equal(t, "hello\n", out)
+	code, out, errOut = niuma(t, "logs", ran, "a", "--attempt", "5")
+	require.Equal(t, 1, code, out)
+	require.Equal(t, "niuma: stage a of run "+ran+" has no attempt 5: it has had 1\n", errOut)
+
+	code, out, errOut = niuma(t, "run", tmpl, "--allow-duplicate") // queued: no engine runs it here
+	require.Equal(t, 0, code, errOut)
+	queued := runID(t, out)
+	code, _, errOut = niuma(t, "logs", queued, "a")
+	require.Equal(t, 1, code)
+	require.Equal(t, "niuma: stage a of run "+queued+" has not started (it is queued), so it has no output yet\n", errOut)
+}

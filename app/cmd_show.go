@@ -461,10 +461,19 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 		if n == 0 {
 			n = st.Attempts
 		}
-		if n == 0 {
-			if len(stages) > 1 {
-				fmt.Fprintf(c.out, "── %s: not started ──\n", st.Name)
-			}
+		one := len(stages) == 1 // the stage asked for: what is not there is an error
+		switch {
+		case n < 0:
+			return exitError{code: 2, msg: fmt.Sprintf("--attempt %d: give an attempt's number, 1 or more", n)}
+		case st.Attempts == 0 && one:
+			return fmt.Errorf("stage %s of run %s has not started (it is %s), so it has no output yet", st.Name, r.ID, st.State)
+		case st.Attempts == 0:
+			fmt.Fprintf(c.out, "── %s: not started ──\n", st.Name)
+			continue
+		case n > st.Attempts && one:
+			return fmt.Errorf("stage %s of run %s has no attempt %d: it has had %d", st.Name, r.ID, n, st.Attempts)
+		case n > st.Attempts:
+			fmt.Fprintf(c.out, "── %s: no attempt %d ──\n", st.Name, n)
 			continue
 		}
 		if len(stages) > 1 {

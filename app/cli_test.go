@@ -315,3 +315,19 @@ func TestLogsOfWhatDidNotRunSaysSo(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Equal(t, "niuma: stage a of run "+queued+" has not started (it is queued), so it has no output yet\n", errOut)
 }
+
+// `niuma show` of a run whose cancel is on its way says so, and a run
+// still going gets no advice about metrics it may yet report.
+func TestShowSaysACancelIsOnItsWay(t *testing.T) {
+	tempHome(t)
+	tmpl := writeTemplate(t, "name: s\nstages:\n  - name: a\n    command: [\"true\"]\n")
+	code, out, errOut := niuma(t, "run", tmpl) // queued: no engine runs it here
+	require.Equal(t, 0, code, errOut)
+	id := runID(t, out)
+	code, _, errOut = niuma(t, "cancel", id)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut = niuma(t, "show", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "state     queued — cancel requested: its stages are being stopped\n")
+	require.NotContains(t, out, "no metrics captured")
+}

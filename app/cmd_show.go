@@ -282,6 +282,9 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if r.Error != "" {
 		fmt.Fprintf(c.out, " — %s", p(r.Error))
 	}
+	if r.CancelRequested && !r.State.Done() {
+		fmt.Fprint(c.out, " — cancel requested: its stages are being stopped")
+	}
 	fmt.Fprintln(c.out)
 	if pruned != nil {
 		fmt.Fprintf(c.out, "pruned    by study %s (trial %d): %s\n", pruned.Study, pruned.Trial, p(pruned.Evidence))
@@ -336,6 +339,8 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		if err := tw.flush(); err != nil {
 			return err
 		}
+	} else if started(r) && !r.State.Done() {
+		fmt.Fprintln(c.out, "\nno metrics yet")
 	} else if started(r) && r.State != engine.Cancelled {
 		fmt.Fprintln(c.out, "\nno metrics captured: print JSON lines ({\"step\": 1, \"loss\": 0.5}), write TensorBoard or CSV logs, or name a preset or pattern under the stage's metrics: (see the stage contract in the README)")
 	}

@@ -99,6 +99,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// runsCount is "1 run" or "N runs".
+func runsCount(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
+}
+
 // say prints a message for the user: what it repeats of a template, a
 // workload or an argument has its control characters escaped, and it is
 // cut where a message has no business being longer.

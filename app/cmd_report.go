@@ -101,7 +101,7 @@ func (c *cli) report(ctx context.Context, args []string) error {
 	if err := writeReportFiles(path, doc, files); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "wrote %s (%s, %d runs", path, reportSize(len(doc)), len(rep.Runs))
+	fmt.Fprintf(c.out, "wrote %s (%s, %s", path, reportSize(len(doc)), runsCount(len(rep.Runs)))
 	if len(files) > 0 {
 		fmt.Fprintf(c.out, ", %d figures in %s", len(files), filepath.Join(filepath.Dir(path), assetDir(path)))
 	}

@@ -392,7 +392,13 @@ type EndedError struct {
 	State State
 }
 
-func (e *EndedError) Error() string { return fmt.Sprintf("run %s has already %s", e.ID, e.State) }
+func (e *EndedError) Error() string {
+	switch e.State {
+	case Cancelled, Pruned: // what was done to it
+		return fmt.Sprintf("run %s has already been %s", e.ID, e.State)
+	}
+	return fmt.Sprintf("run %s has already %s", e.ID, e.State)
+}
 
 // ResolveID turns a run ID, a unique prefix or a unique end of one into
 // the full ID.

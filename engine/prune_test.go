@@ -55,6 +55,6 @@ stages:
 	require.Equal(t, p.Evidence, stored.Evidence)
 	require.Equal(t, "below_median", stored.Reason)
 
-	require.ErrorContains(t, e.Prune(ctx, storage.Prune{RunID: info.ID, Evidence: "again"}), "has already pruned")
+	require.ErrorContains(t, e.Prune(ctx, storage.Prune{RunID: info.ID, Evidence: "again"}), "has already been pruned")
 	require.ErrorContains(t, e.Prune(ctx, storage.Prune{RunID: "nope", Evidence: "x"}), "no run")
 }

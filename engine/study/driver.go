@@ -510,7 +510,11 @@ func (d *Driver) warmStart(ctx context.Context, l Loaded) ([]tuner.Trial, error)
 	}
 	d.warmed = true
 	if len(d.warm) > 0 {
-		d.say("the tuner learns from %d earlier runs of %s with the same other values", len(d.warm), l.TemplateName)
+		runs := "runs"
+		if len(d.warm) == 1 {
+			runs = "run"
+		}
+		d.say("the tuner learns from %d earlier %s of %s with the same other values", len(d.warm), runs, l.TemplateName)
 	}
 	return slices.Clone(d.warm), nil
 }

@@ -444,7 +444,9 @@ func summarise(w io.Writer, res study.Result, wall time.Duration) {
 		return
 	}
 	b := res.Trials[res.Best]
-	fmt.Fprintf(w, "best: trial %d, run %s: %s %s with %s\n", b.Number, b.RunID, res.Study.Objective, objNum(b.Objective), printable.String(b.Params))
+	var space tuner.Space
+	_ = json.Unmarshal([]byte(res.Study.Space), &space)
+	fmt.Fprintf(w, "best: trial %d, run %s: %s %s with %s\n", b.Number, b.RunID, res.Study.Objective, objNum(b.Objective), printable.String(searchedOf(b.Params, space)))
 	if len(res.Trials) > 0 && res.Trials[0].Method == "defaults" {
 		d := res.Trials[0]
 		fmt.Fprintf(w, "the template's values (trial 0, run %s): %s %s (%s)\n", d.RunID, res.Study.Objective, objNum(d.Objective), d.State)
@@ -622,7 +624,7 @@ func (c *cli) tuneStatus(ctx context.Context, id string, asJSON bool) error {
 		} else if tr.Prediction != "" {
 			var p tuner.Prediction
 			if json.Unmarshal([]byte(tr.Prediction), &p) == nil {
-				why = fmt.Sprintf("expected %s ± %s", objNum(p.Mean), strconv.FormatFloat(p.Std, 'g', 2, 64))
+				why = "expected " + p.Spread()
 			}
 		}
 		mark := ""
@@ -733,20 +735,7 @@ func nextOf(home string, res study.Result) (next studyNext, space tuner.Space, o
 // val_acc 0.9936 ± 0.004 from 16 trials" (what it learnt from: a study's
 // trials, or the archive's runs).
 func whyNext(objective string, p *tuner.Prediction, from string) string {
-	return fmt.Sprintf("expected %s %s ± %s from %d %s", objective, meanNum(p.Mean, p.Std), strconv.FormatFloat(p.Std, 'g', 2, 64), p.Trials, from)
-}
-
-// meanNum writes an expected value to the digits its spread leaves
-// meaning in: 0.9828 ± 0.0064, not 0.982757 ± 0.0064.
-func meanNum(mean, std float64) string {
-	if !(std > 0) || math.IsInf(std, 0) || math.IsNaN(mean) {
-		return objNum(mean)
-	}
-	places := int(-math.Floor(math.Log10(std))) + 1
-	if places < 0 || places > 12 {
-		return objNum(mean)
-	}
-	return strconv.FormatFloat(mean, 'f', places, 64)
+	return fmt.Sprintf("expected %s %s from %d %s", objective, p.Spread(), p.Trials, from)
 }
 
 // explainNext prints what the model expects of the next suggestion, which
@@ -960,7 +949,7 @@ func reportStudy(ctx context.Context, db *storage.DB, id string) (*report.Study,
 		} else if tr.Prediction != "" {
 			var p tuner.Prediction
 			if json.Unmarshal([]byte(tr.Prediction), &p) == nil {
-				t.Why = fmt.Sprintf("expected %s ± %s", objNum(p.Mean), strconv.FormatFloat(p.Std, 'g', 2, 64))
+				t.Why = "expected " + p.Spread()
 			}
 		}
 		out.Trials = append(out.Trials, t)

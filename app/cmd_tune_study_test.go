@@ -350,20 +350,3 @@ func FuzzStudySpace(f *testing.F) {
 		}
 	})
 }
-
-// A prediction is written to the digits its spread leaves meaning in.
-func TestMeanNum(t *testing.T) {
-	for _, tt := range []struct {
-		mean, std float64
-		want      string
-	}{
-		{0.982757, 0.0064, "0.9828"},
-		{0.975, 0.004, "0.9750"},
-		{1234.5678, 25, "1235"},
-		{0.5, 0, "0.5"},
-		{0.123456789, 1e-20, "0.123457"},
-		{2.5e6, 3e5, "2.5e+06"},
-	} {
-		require.Equal(t, tt.want, meanNum(tt.mean, tt.std), "%v ± %v", tt.mean, tt.std)
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 )
 
 // Goal says which way the objective is better.
@@ -112,6 +113,26 @@ type Prediction struct {
 	Drivers []Driver
 	// Trials is how many finished trials the model learnt from.
 	Trials int
+}
+
+// Spread writes the prediction as people read it, "0.9828 ± 0.0064":
+// the mean to the digits its spread leaves meaning in, the spread to two.
+func (p Prediction) Spread() string {
+	return meanText(p.Mean, p.Std) + " ± " + strconv.FormatFloat(p.Std, 'g', 2, 64)
+}
+
+// meanText writes an expected value to the digits its spread leaves
+// meaning in: 0.9828 ± 0.0064, not 0.982757 ± 0.0064.
+func meanText(mean, std float64) string {
+	whole := strconv.FormatFloat(mean, 'g', 6, 64)
+	if !(std > 0) || math.IsInf(std, 0) || math.IsNaN(mean) {
+		return whole
+	}
+	places := int(-math.Floor(math.Log10(std))) + 1
+	if places < 0 || places > 12 {
+		return whole
+	}
+	return strconv.FormatFloat(mean, 'f', places, 64)
 }
 
 // Driver is an earlier trial and its weight in a prediction: the mean is

@@ -413,3 +413,20 @@ func TestProposeIsTheModelsPoint(t *testing.T) {
 		require.Equal(t, a, b)
 	}
 }
+
+// A prediction is written to the digits its spread leaves meaning in.
+func TestPredictionSpread(t *testing.T) {
+	for _, tt := range []struct {
+		mean, std float64
+		want      string
+	}{
+		{0.982757, 0.0064, "0.9828 ± 0.0064"},
+		{0.975, 0.004, "0.9750 ± 0.004"},
+		{1234.5678, 25, "1235 ± 25"},
+		{0.5, 0, "0.5 ± 0"},
+		{0.123456789, 1e-20, "0.123457 ± 1e-20"},
+		{2.5e6, 3e5, "2.5e+06 ± 3e+05"},
+	} {
+		require.Equal(t, tt.want, Prediction{Mean: tt.mean, Std: tt.std}.Spread(), "%v ± %v", tt.mean, tt.std)
+	}
+}

@@ -379,7 +379,7 @@ func (d *Driver) launch(ctx context.Context, l Loaded, trials []storage.Trial, n
 		}
 		msg := fmt.Sprintf("trial %d started (run %s, %s): %s", tr.Number, tr.RunID, s.Method, describe(l.Space, s.Values))
 		if p := s.Prediction; p != nil {
-			msg += fmt.Sprintf("; expected %s %s ± %s", l.Objective, num(p.Mean), num(p.Std))
+			msg += fmt.Sprintf("; expected %s %s", l.Objective, p.Spread())
 		}
 		d.say("%s", msg)
 	}

@@ -747,6 +747,9 @@ func (c *cli) explainNext(res study.Result) {
 	}
 	next, space, ok := nextOf(home, res)
 	if !ok {
+		if res.Study.State == storage.StudyRunning && json.Unmarshal([]byte(res.Study.Space), &space) == nil {
+			c.designNext(res, space)
+		}
 		return
 	}
 	if p := next.Prediction; p != nil {
@@ -758,8 +761,23 @@ func (c *cli) explainNext(res study.Result) {
 		}
 		fmt.Fprintf(c.out, "suggested next: %s — %s; driven most by %s\n",
 			strings.Join(vals, " "), whyNext(res.Study.Objective, p, "trials"), drivenBy(res.Study.Objective, p))
+	} else if res.Study.State == storage.StudyRunning {
+		c.designNext(res, space)
 	}
 	fmt.Fprintf(c.out, "parameter importance: %s\n", importanceOf(next.Importance))
+}
+
+// designNext says why a running study's next trial has no prediction:
+// it is still drawn from the opening design.
+func (c *cli) designNext(res study.Result, space tuner.Space) {
+	results := 0
+	for _, tr := range res.Trials {
+		if tr.State == storage.TrialDone || tr.State == storage.TrialPruned {
+			results++
+		}
+	}
+	fmt.Fprintf(c.out, "suggested next: a point of the opening design, spread over the space (the model suggests from %d results on; %d so far)\n",
+		tuner.DefaultStartup(len(space.Params)), results)
 }
 
 // drivenBy names the three earlier trials that weigh most in a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -349,4 +350,21 @@ func FuzzStudySpace(f *testing.F) {
 			}
 		}
 	})
+}
+
+// `niuma tune --status STUDY` of a study still in its opening design says
+// why it shows no prediction for the next trial.
+func TestTuneStatusSaysTheDesignComesFirst(t *testing.T) {
+	tempHome(t)
+	path := writeTemplate(t, "name: d\nobjective: {metric: loss, goal: min}\nparams:\n  x: {type: float, default: 0.5, min: 0, max: 1}\n  y: {type: int, default: 1, min: 1, max: 9}\nstages:\n  - name: a\n    command: [\"true\"]\n")
+	s, err := open(io.Discard)
+	require.NoError(t, err)
+	tm, err := loadTemplate(s.home, path)
+	require.NoError(t, err)
+	st, _, _, err := createStudy(context.Background(), s.engine, s.store, tm, path, nil, studyFlags{budget: 8, parallel: "1", pruner: "none", seed: 1})
+	require.NoError(t, err)
+	s.close()
+	code, out, errOut := niuma(t, "tune", "--status", st.ID)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "suggested next: a point of the opening design, spread over the space (the model suggests from 5 results on; 0 so far)\n")
 }

@@ -331,3 +331,13 @@ func TestShowSaysACancelIsOnItsWay(t *testing.T) {
 	require.Contains(t, out, "state     queued — cancel requested: its stages are being stopped\n")
 	require.NotContains(t, out, "no metrics captured")
 }
+
+// `niuma run --wait` ends with the run's best objective, as the archive
+// ranks it.
+func TestWaitEndsWithTheObjective(t *testing.T) {
+	tempHome(t)
+	tmpl := writeTemplate(t, "name: o\nobjective: {metric: acc, goal: max}\nstages:\n  - name: a\n    command: [sh, -c, 'echo \"{\\\"step\\\": 1, \\\"acc\\\": 0.5}\"; echo \"{\\\"step\\\": 2, \\\"acc\\\": 0.75}\"; echo \"{\\\"step\\\": 3, \\\"acc\\\": 0.625}\"']\n")
+	code, out, errOut := niuma(t, "run", tmpl, "--wait")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `\nrun \S+ succeeded in [0-9.]+m?s, best acc 0\.75\n$`, out)
+}

@@ -207,7 +207,7 @@ func (c *cli) waitRun(ctx context.Context, eng *engine.Engine, id string) (engin
 			}
 		}
 		if info.State.Done() {
-			fmt.Fprintf(c.out, "run %s %s in %s\n", info.ID, info.State, info.Elapsed(time.Now()).Round(100*time.Millisecond))
+			fmt.Fprintf(c.out, "run %s %s in %s%s\n", info.ID, info.State, info.Elapsed(time.Now()).Round(100*time.Millisecond), bestOf(ctx, eng, info))
 			return info, nil
 		}
 		select {
@@ -441,4 +441,14 @@ func pullProgress(w io.Writer) func(docker.PullProgress) {
 		fmt.Fprintf(w, "\rpulling %s [%s%s] %3d%% %d/%d MB", p.Image,
 			strings.Repeat("=", n), strings.Repeat(" ", width-n), c*100/t, c>>20, t>>20)
 	}
+}
+
+// bestOf is what a finished run's line adds about its objective: ", best
+// val_acc 0.9778"; nothing when it declares none or reported none.
+func bestOf(ctx context.Context, eng *engine.Engine, info engine.RunInfo) string {
+	a, err := eng.Entry(ctx, info)
+	if err != nil || !a.HasBest {
+		return ""
+	}
+	return fmt.Sprintf(", best %s %s", printable.String(a.Objective), formatValue(a.Best))
 }

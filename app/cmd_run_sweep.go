@@ -251,7 +251,7 @@ func (c *cli) waitRuns(ctx context.Context, eng *engine.Engine, ids []string) (i
 			}
 			delete(open, id)
 			done++
-			line := fmt.Sprintf("run %s %s in %s", id, info.State, info.Elapsed(time.Now()).Round(100*time.Millisecond))
+			line := fmt.Sprintf("run %s %s in %s%s", id, info.State, info.Elapsed(time.Now()).Round(100*time.Millisecond), bestOf(ctx, eng, info))
 			if info.State != engine.Succeeded {
 				failed++
 				if info.Error != "" {

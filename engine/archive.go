@@ -36,16 +36,25 @@ func (e *Engine) Archive(ctx context.Context) ([]ArchiveEntry, error) {
 	}
 	out := make([]ArchiveEntry, len(runs))
 	for i, r := range runs {
-		out[i].RunInfo = r
-		obj, ok := snapshotObjective(r.Dir)
-		if !ok {
-			continue
+		if out[i], err = e.Entry(ctx, r); err != nil {
+			return nil, err
 		}
-		out[i].Objective, out[i].Goal = obj.Metric, obj.Goal
-		out[i].Best, out[i].HasBest, err = e.bestObjective(ctx, r.ID, obj)
-		if err != nil {
-			return nil, fmt.Errorf("best %s of run %s: %w", obj.Metric, r.ID, err)
-		}
+	}
+	return out, nil
+}
+
+// Entry is one run as the archive lists it: with the objective its
+// template declares and the best value its stages reported of it.
+func (e *Engine) Entry(ctx context.Context, r RunInfo) (ArchiveEntry, error) {
+	out := ArchiveEntry{RunInfo: r}
+	obj, ok := snapshotObjective(r.Dir)
+	if !ok {
+		return out, nil
+	}
+	var err error
+	out.Objective, out.Goal = obj.Metric, obj.Goal
+	if out.Best, out.HasBest, err = e.bestObjective(ctx, r.ID, obj); err != nil {
+		return out, fmt.Errorf("best %s of run %s: %w", obj.Metric, r.ID, err)
 	}
 	return out, nil
 }

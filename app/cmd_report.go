@@ -290,7 +290,12 @@ func reportRun(ctx context.Context, src reportSource, info engine.RunInfo) (repo
 		r.Provenance = append(r.Provenance, report.Item{Label: "Template", Value: "sha256:" + hex.EncodeToString(sum[:6]) + " (snapshot in the run folder)"})
 		if t, err := template.Parse(snap, data); err == nil {
 			r.Objective = report.Objective{Metric: t.Objective.Metric, Goal: t.Objective.Goal}
-			if t.Runtime.Image != "" {
+			switch {
+			case t.Runtime.Image == "":
+			case info.Executor == "local": // the template's fallback: the image was not there
+				r.Provenance = append(r.Provenance, report.Item{Label: "Image",
+					Value: "none: it ran on the host (the template's fallback: local), not in " + t.Runtime.Image})
+			default:
 				r.Provenance = append(r.Provenance, report.Item{Label: "Image", Value: t.Runtime.Image})
 			}
 		}

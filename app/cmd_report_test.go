@@ -160,3 +160,20 @@ stages:
 	require.Contains(t, out, "GPU 0  NVIDIA A100-SXM4-80GB (simulated)  GPU-")
 	require.Contains(t, out, "run's memory 12288 MiB peak")
 }
+
+// A run whose template names an image but that ran on the host (the
+// image was missing: fallback: local) is not reported as run in it.
+func TestReportSaysAFallbackRunUsedNoImage(t *testing.T) {
+	tempHome(t)
+	tmpl := writeTemplate(t, "name: f\nruntime: {kind: docker, image: niuma-test/absent:1, fallback: local}\nstages:\n  - name: a\n    command: [\"true\"]\n")
+	code, out, errOut := niuma(t, "run", tmpl, "--wait")
+	require.Equal(t, 0, code, errOut)
+	id := runID(t, out)
+	require.Contains(t, out, "executor local")
+	p := filepath.Join(t.TempDir(), "r.md")
+	code, _, errOut = niuma(t, "report", id, "-o", p)
+	require.Equal(t, 0, code, errOut)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "none: it ran on the host (the template's fallback: local), not in niuma-test/absent:1")
+}

@@ -162,12 +162,13 @@ Usage:
                                 an int may be a range, NAME=A..B or NAME=A..B:STEP
       --random N                N runs with values drawn from the template's ranges (--set fixes some)
       --random-seed N           the seed of --random's draws (default: fresh, printed)
+  niuma COMMAND --help          a command's flags
   niuma ls [--json] [-n N]      list runs, newest first
   niuma show RUN [--json]       stages, attempts, exit codes and the last value of each metric
   niuma logs RUN [STAGE] [--follow] [--attempt N] [--raw]
                                 a stage's output (all stages when STAGE is omitted),
                                 control characters escaped unless --raw
-  niuma cancel RUN              stop a run (SIGTERM, then SIGKILL after a grace period)
+  niuma cancel RUN...           stop runs (SIGTERM, then SIGKILL after a grace period)
   niuma dismiss RUN N           mark anomaly #N of a run (from niuma show) as seen
   niuma templates               list the templates you can run
   niuma report RUN... [--format html|pdf|md|csv|json] [-o PATH] [--page a4|letter]

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,6 +108,9 @@ type ETA struct {
 	Runs         int
 	Given, Paced bool
 	Known        bool
+	// Beyond is the counts (epochs, steps…) this run has past twice the
+	// range of the earlier runs the prediction learnt from.
+	Beyond []predict.Beyond
 	// Stages is each unfinished stage's estimate of its whole run time,
 	// from its start.
 	Stages map[string]predict.Estimate
@@ -137,7 +142,20 @@ func (t ETA) Words() string {
 	if t.Given || len(from) == 0 {
 		from = append(from, "the estimates given")
 	}
-	return predict.Words(t.Left) + ", from " + strings.Join(from, " and ")
+	out := predict.Words(t.Left) + ", from " + strings.Join(from, " and ")
+	if len(t.Beyond) > 0 && !t.Paced {
+		// The earlier runs alone say it, and this one is unlike them.
+		var unlike []string
+		for _, b := range t.Beyond {
+			their := strconv.FormatFloat(b.Min, 'g', -1, 64)
+			if b.Max != b.Min {
+				their += "–" + strconv.FormatFloat(b.Max, 'g', -1, 64)
+			}
+			unlike = append(unlike, fmt.Sprintf("their %s %s, this one's %s", b.Param, their, strconv.FormatFloat(b.Value, 'g', -1, 64)))
+		}
+		out += " (" + strings.Join(unlike, "; ") + ")"
+	}
+	return out
 }
 
 // TotalStepsKey is the metric a workload reports its total number of
@@ -211,6 +229,11 @@ func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 			out.Given = true
 		default:
 			out.Runs = max(out.Runs, est.N)
+			for _, b := range est.Beyond {
+				if !slices.ContainsFunc(out.Beyond, func(o predict.Beyond) bool { return o.Param == b.Param }) {
+					out.Beyond = append(out.Beyond, b)
+				}
+			}
 		}
 		out.Stages[s.Name] = est
 		out.Left += max(est.Median-ran, 0)

@@ -40,6 +40,11 @@ stages:
 
 	long, err := e.Submit(ctx, RunSpec{Template: tm, Values: mustValues(t, tm, "n", "100", "gate", gate)})
 	require.NoError(t, err)
+	// Before it reports, the earlier runs say it, and the ETA says how
+	// unlike them this run is.
+	before, err := e.ETA(ctx, mustRun(t, e, long.ID))
+	require.NoError(t, err)
+	require.Regexp(t, `^ETA [0-9]+ s, from 3 earlier runs \(their n 3, this one's 100\)$`, before.String())
 	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) })
 	var eta ETA
 	until(t, 30*time.Second, "the long run at its 8th step", func() bool {

@@ -18,6 +18,17 @@ type Estimate struct {
 	// Params names the parameters the duration was scaled by; empty when
 	// it is the median of earlier runs.
 	Params []string
+	// Beyond is the whole-number parameters (counts, such as epochs or
+	// steps) whose value here lies past twice the range the earlier runs
+	// span: the estimate is theirs, and this run may be unlike them.
+	Beyond []Beyond
+}
+
+// Beyond is a parameter of the query outside its history: Value against
+// the earlier runs' Min and Max.
+type Beyond struct {
+	Param           string
+	Value, Min, Max float64
 }
 
 // Known reports whether there is an estimate at all.
@@ -141,7 +152,34 @@ func (p *Predictor) Predict(q Query) Estimate {
 	if h.model == nil {
 		h.model = fit(h.runs, p.o)
 	}
-	return h.model.predict(q.Params, len(h.runs))
+	e := h.model.predict(q.Params, len(h.runs))
+	e.Beyond = beyond(h.runs, q.Params)
+	return e
+}
+
+// beyond lists, by name, the whole-number parameters of params that every
+// run has, as whole numbers, and that lie past twice their range there.
+func beyond(runs []Run, params map[string]float64) []Beyond {
+	var out []Beyond
+	for name, x := range params {
+		if x != math.Trunc(x) || x <= 0 {
+			continue
+		}
+		lo, hi, all := math.Inf(1), math.Inf(-1), true
+		for _, r := range runs {
+			v, ok := r.Params[name]
+			if !ok || v != math.Trunc(v) {
+				all = false
+				break
+			}
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		if all && (x > 2*hi || x < lo/2) {
+			out = append(out, Beyond{Param: name, Value: x, Min: lo, Max: hi})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Param < out[j].Param })
+	return out
 }
 
 // model is one key's fitted prediction: log duration = a + Σ b·log x.

@@ -139,3 +139,18 @@ func BenchmarkObservePredict(b *testing.B) {
 		p.Predict(q)
 	}
 }
+
+// A count the earlier runs never came near (epochs 500 after runs of 30)
+// is named with their range: the estimate is theirs. Floats (a learning
+// rate) and values within twice the range are not.
+func TestPredictNamesWhatIsBeyondTheHistory(t *testing.T) {
+	p := New(Options{})
+	for _, e := range []float64{20, 30, 30} {
+		p.Observe(Run{Key: "k", Params: map[string]float64{"epochs": e, "lr": 0.01, "hidden": 64}, Duration: sec(5)})
+	}
+	e := p.Predict(Query{Key: "k", Params: map[string]float64{"epochs": 500, "lr": 0.9, "hidden": 100}})
+	require.Equal(t, []Beyond{{Param: "epochs", Value: 500, Min: 20, Max: 30}}, e.Beyond)
+	e = p.Predict(Query{Key: "k", Params: map[string]float64{"epochs": 8, "hidden": 16}})
+	require.Equal(t, []Beyond{{Param: "epochs", Value: 8, Min: 20, Max: 30}, {Param: "hidden", Value: 16, Min: 64, Max: 64}}, e.Beyond)
+	require.Empty(t, p.Predict(Query{Key: "k", Params: map[string]float64{"epochs": 60}}).Beyond, "within twice the range")
+}

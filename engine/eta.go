@@ -145,15 +145,19 @@ func (t ETA) Words() string {
 	out := predict.Words(t.Left) + ", from " + strings.Join(from, " and ")
 	if len(t.Beyond) > 0 && !t.Paced {
 		// The earlier runs alone say it, and this one is unlike them.
-		var unlike []string
-		for _, b := range t.Beyond {
-			their := strconv.FormatFloat(b.Min, 'g', -1, 64)
-			if b.Max != b.Min {
-				their += "–" + strconv.FormatFloat(b.Max, 'g', -1, 64)
-			}
-			unlike = append(unlike, fmt.Sprintf("their %s %s, this one's %s", b.Param, their, strconv.FormatFloat(b.Value, 'g', -1, 64)))
+		g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+		unlike := make([]string, len(t.Beyond))
+		for i, b := range t.Beyond {
+			unlike[i] = b.Param + " " + g(b.Value)
 		}
-		out += " (" + strings.Join(unlike, "; ") + ")"
+		if b := t.Beyond[0]; len(t.Beyond) == 1 {
+			theirs := g(b.Min)
+			if b.Max != b.Min {
+				theirs += "–" + g(b.Max)
+			}
+			unlike[0] += ", theirs " + theirs
+		}
+		out += " (unlike them: " + strings.Join(unlike, ", ") + ")"
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"niuma/shepherd/predict"
 )
 
 // A stage that reports its total_steps is judged by its own pace once it
@@ -44,7 +46,7 @@ stages:
 	// unlike them this run is.
 	before, err := e.ETA(ctx, mustRun(t, e, long.ID))
 	require.NoError(t, err)
-	require.Regexp(t, `^ETA [0-9]+ s, from 3 earlier runs \(their n 3, this one's 100\)$`, before.String())
+	require.Regexp(t, `^ETA [0-9]+ s, from 3 earlier runs \(unlike them: n 100, theirs 3\)$`, before.String())
 	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) })
 	var eta ETA
 	until(t, 30*time.Second, "the long run at its 8th step", func() bool {
@@ -99,4 +101,23 @@ stages:
 	eta, err := e.RunETA(ctx, run.ID)
 	require.NoError(t, err)
 	require.False(t, eta.Paced, "the failed attempt's 50 of 100 steps say nothing of this one: %+v", eta)
+}
+
+// How the ETA says what it went by.
+func TestETAWords(t *testing.T) {
+	b := func(p string, v, lo, hi float64) predict.Beyond { return predict.Beyond{Param: p, Value: v, Min: lo, Max: hi} }
+	for _, tt := range []struct {
+		eta  ETA
+		want string
+	}{
+		{ETA{Left: 14 * time.Minute, Runs: 9}, "14 min, from 9 earlier runs"},
+		{ETA{Left: 3 * time.Second, Runs: 1}, "3 s, from 1 earlier run"},
+		{ETA{Left: 2 * time.Hour, Given: true}, "2.0 h, from the estimates given"},
+		{ETA{Left: 4 * time.Minute, Runs: 6, Paced: true, Beyond: []predict.Beyond{b("epochs", 500, 30, 30)}}, "4 min, from its progress and 6 earlier runs"},
+		{ETA{Left: 3 * time.Second, Runs: 6, Beyond: []predict.Beyond{b("epochs", 500, 20, 30)}}, "3 s, from 6 earlier runs (unlike them: epochs 500, theirs 20–30)"},
+		{ETA{Left: 3 * time.Second, Runs: 6, Beyond: []predict.Beyond{b("batch_size", 8, 64, 64), b("epochs", 500, 30, 30), b("hidden", 1024, 64, 64)}},
+			"3 s, from 6 earlier runs (unlike them: batch_size 8, epochs 500, hidden 1024)"},
+	} {
+		require.Equal(t, tt.want, tt.eta.Words())
+	}
 }

@@ -105,7 +105,9 @@ stages:
 
 // How the ETA says what it went by.
 func TestETAWords(t *testing.T) {
-	b := func(p string, v, lo, hi float64) predict.Beyond { return predict.Beyond{Param: p, Value: v, Min: lo, Max: hi} }
+	b := func(p string, v, lo, hi float64) predict.Beyond {
+		return predict.Beyond{Param: p, Value: v, Min: lo, Max: hi}
+	}
 	for _, tt := range []struct {
 		eta  ETA
 		want string

@@ -40,6 +40,14 @@ type RunSpec struct {
 // run IDs ("s20261129-175700-3f2a").
 func NewSweepID(now time.Time) string { return "s" + newRunID(now) }
 
+// StudyPrefix begins every study's ID ("t20261202-010203-3f2a1b"): a
+// study's trials share its ID as their sweep, and StudySweep tells them
+// from a grid's.
+const StudyPrefix = "t"
+
+// StudySweep reports whether runs sharing sweep are a study's trials.
+func StudySweep(sweep string) bool { return strings.HasPrefix(sweep, StudyPrefix) }
+
 // newRunID returns an ID that sorts by creation time and is unique enough
 // to type a short prefix of.
 func newRunID(now time.Time) string {

@@ -416,6 +416,9 @@ func (m *archiveModel) groupText(g *archiveGroup, col int) string {
 		if m.folded[g.id] {
 			arrow = "▸"
 		}
+		if engine.StudySweep(g.id) {
+			return fmt.Sprintf("%s study %s · %d trials", arrow, g.id, len(g.runs))
+		}
 		return fmt.Sprintf("%s sweep · %d runs", arrow, len(g.runs))
 	case colTemplate:
 		return m.all[g.runs[0]].Template

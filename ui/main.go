@@ -693,10 +693,17 @@ func (r *runRow) setGroup(g sweepGroup, folded bool) {
 	if folded {
 		arrow = "▸ "
 	}
-	r.title.SetText(fmt.Sprintf("%sSweep of %d runs · %s", arrow, len(g.runs), g.template))
+	if engine.StudySweep(g.id) {
+		r.title.SetText(fmt.Sprintf("%sStudy %s: %d trials · %s", arrow, g.id, len(g.runs), g.template))
+	} else {
+		r.title.SetText(fmt.Sprintf("%sSweep of %d runs · %s", arrow, len(g.runs), g.template))
+	}
 	r.title.TextStyle = fyne.TextStyle{Bold: true}
 	over := "the same values"
-	if len(g.differ) > 0 {
+	switch {
+	case len(g.differ) > 0 && engine.StudySweep(g.id):
+		over = strings.Join(g.differ, ", ") // a search, not a grid
+	case len(g.differ) > 0:
 		over = strings.Join(g.differ, " × ")
 	}
 	r.sub.SetText("over " + over + " · " + stateCounts(g.runs))

@@ -52,7 +52,7 @@ type Spec struct {
 func NewID(now time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
-	return "t" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	return engine.StudyPrefix + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
 // Create checks a spec and stores it as a new running study.

@@ -829,6 +829,7 @@ type studySummary struct {
 type trialSummary struct {
 	Number       int
 	Run, State   string
+	Method       string
 	Params       map[string]any
 	Objective    float64
 	HasObjective bool
@@ -871,7 +872,7 @@ func studySummaries(ctx context.Context, db *storage.DB, home string) ([]studySu
 		_ = json.Unmarshal([]byte(st.Space), &space)
 		for _, tr := range res.Trials {
 			vals := jsonValues(tr.Params)
-			ts := trialSummary{Number: tr.Number, Run: tr.RunID, State: string(tr.State), Params: map[string]any{},
+			ts := trialSummary{Number: tr.Number, Run: tr.RunID, State: string(tr.State), Method: tr.Method, Params: map[string]any{},
 				Objective: tr.Objective, HasObjective: !math.IsNaN(tr.Objective)}
 			for _, n := range space.Names() {
 				if x, ok := vals[n]; ok {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"niuma/engine"
 	"niuma/engine/study"
@@ -103,7 +104,11 @@ func (b windowBackend) Advise(ctx context.Context, name string) (ui.Advice, erro
 	case err != nil:
 		return ui.Advice{}, err
 	}
-	return ui.Advice{Values: a.Values, Searched: a.Searched, Why: whyNext(a.Objective, &a.Prediction, "runs")}, nil
+	why := whyNext(a.Objective, &a.Prediction, "runs")
+	if len(a.Unlike) > 0 {
+		why += " with " + strings.Join(a.Unlike, " ")
+	}
+	return ui.Advice{Values: a.Values, Searched: a.Searched, Why: why}, nil
 }
 
 // SubmitWithResources submits spec with what the Resources step chose on

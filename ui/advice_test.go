@@ -168,7 +168,7 @@ func TestStudyViewListsTheTrials(t *testing.T) {
 		Next: map[string]any{"lr": 0.003}, Why: "expected val_acc 0.9750 ± 0.004 from 2 trials",
 		Drivers: "r-a (val_acc 0.97, 60%), r-b (val_acc 0.81, 40%)", Importance: "lr 80%, hidden 20%",
 		Trials: []StudyTrial{
-			{Number: 1, Run: "r-a", State: "done", Params: map[string]any{"lr": 0.0031622776601683794, "hidden": int64(1024)}, Objective: 0.97, HasObjective: true},
+			{Number: 1, Run: "r-a", State: "done", Method: "defaults", Params: map[string]any{"lr": 0.0031622776601683794, "hidden": int64(1024)}, Objective: 0.97, HasObjective: true},
 			{Number: 2, Run: "r-b", State: "pruned", Params: map[string]any{"lr": 0.3, "hidden": int64(8)}, Objective: 0.81, HasObjective: true,
 				Why: "val_acc 0.81 at step 10, median of 2 trials 0.90"},
 			{Number: 3, State: "running", Params: map[string]any{"lr": 0.01, "hidden": int64(64)}},
@@ -185,8 +185,8 @@ func TestStudyViewListsTheTrials(t *testing.T) {
 	got := texts(v.studiesBox)
 	require.Contains(t, got, "Driven most by r-a (val_acc 0.97, 60%), r-b (val_acc 0.81, 40%)")
 	require.Contains(t, got, "Parameter importance: lr 80%, hidden 20%")
-	require.Contains(t, got, "#1 done · hidden=1024 lr=0.00316 · val_acc 0.97")
-	require.Contains(t, got, "#2 pruned · hidden=8 lr=0.3 · val_acc 0.81 · stopped early: val_acc 0.81 at step 10, median of 2 trials 0.90")
+	require.Contains(t, got, "#1 done (defaults) · hidden=1024 lr=0.00316 · val_acc 0.97 · run r-a")
+	require.Contains(t, got, "#2 pruned · hidden=8 lr=0.3 · val_acc 0.81 · stopped early: val_acc 0.81 at step 10, median of 2 trials 0.90 · run r-b")
 	require.Contains(t, got, "#3 running · hidden=64 lr=0.01")
 	for _, o := range v.studiesBox.Objects {
 		if btn, ok := o.(*widget.Button); ok && strings.HasPrefix(btn.Text, "#2 ") {

@@ -45,6 +45,7 @@ type StudyInfo struct {
 type StudyTrial struct {
 	Number       int
 	Run, State   string
+	Method       string // what proposed it: defaults, random, parzen, bayes
 	Params       map[string]any
 	Objective    float64
 	HasObjective bool
@@ -157,10 +158,14 @@ func (v *ArchiveView) Studies() {
 // maxTrialLines is how many trials a study shows in the study view.
 const maxTrialLines = 40
 
-// trialLine is one trial in the study view: "#3 pruned · hidden=128
-// lr=0.003 · val_acc 0.951 · stopped early: …".
+// trialLine is one trial in the study view: "#3 pruned (bayes) ·
+// hidden=128 lr=0.003 · val_acc 0.951 · stopped early: … · run r-b".
 func trialLine(t StudyTrial, objective string) string {
-	parts := []string{fmt.Sprintf("#%d %s", t.Number, t.State)}
+	head := fmt.Sprintf("#%d %s", t.Number, t.State)
+	if t.Method != "" {
+		head += " (" + t.Method + ")"
+	}
+	parts := []string{head}
 	var vals []string
 	for _, k := range sortedParamKeys(t.Params) {
 		vals = append(vals, k+"="+shortParam(t.Params[k]))
@@ -173,6 +178,9 @@ func trialLine(t StudyTrial, objective string) string {
 	}
 	if t.Why != "" {
 		parts = append(parts, "stopped early: "+t.Why)
+	}
+	if t.Run != "" {
+		parts = append(parts, "run "+t.Run)
 	}
 	return strings.Join(parts, " · ")
 }

@@ -26,6 +26,9 @@ type Advice struct {
 	// are what they are judged by (the template's objective).
 	Runs            int
 	Objective, Goal string
+	// Unlike is those runs' values outside the search that are not the
+	// template's defaults (epochs=5): what sets them apart.
+	Unlike []string
 }
 
 // TooFewRuns is Advise's answer while the archive holds fewer than two
@@ -107,6 +110,15 @@ func Advise(ctx context.Context, db *storage.DB, eng Engine, t *template.Templat
 		a.Values[k] = x
 	}
 	a.Prediction, a.Runs = finitePrediction(*sugg.Prediction), len(trials)
+	defaults := t.Defaults()
+	for _, p := range t.Params {
+		if _, searched := space.Param(p.Name); searched {
+			continue
+		}
+		if v := template.FormatValue(l.Fixed[p.Name]); v != template.FormatValue(defaults[p.Name]) {
+			a.Unlike = append(a.Unlike, p.Name+"="+v)
+		}
+	}
 	return a, nil
 }
 

@@ -48,6 +48,7 @@ func TestAdviseFromTheArchive(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, a.Runs, "the three runs of 3 steps, the largest group")
 	require.Equal(t, int64(3), a.Values["steps"], "it keeps the group's other values")
+	require.Equal(t, []string{"steps=3"}, a.Unlike, "and says what sets them apart from the defaults")
 	require.Equal(t, []string{"x"}, a.Searched)
 	x, ok := a.Values["x"].(float64)
 	require.True(t, ok, "%#v", a.Values)

@@ -169,8 +169,9 @@ const TotalStepsKey = "total_steps"
 
 // minPace is how far a running stage must be before its own pace says
 // its share of the ETA in place of the earlier runs (or the user's
-// estimate): at its first steps its start-up weighs too much. A stage
-// with neither goes by its pace from the first step.
+// estimate): its first steps are a thin sample. A stage with neither, or
+// whose earlier runs are unlike it (counts past their range: Beyond),
+// goes by its pace as soon as it has one.
 const minPace = 0.05
 
 // ETA predicts how much longer an unfinished run takes: for each stage not
@@ -219,7 +220,7 @@ func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 			ran = now.Sub(s.StartedAt)
 		}
 		paced := false
-		if pc, ok := paces[s.Name]; ok && s.State == storage.StageRunning && (pc.done >= minPace || !est.Known()) {
+		if pc, ok := paces[s.Name]; ok && s.State == storage.StageRunning && (pc.done >= minPace || !est.Known() || (len(est.Beyond) > 0 && pc.reported)) {
 			whole := ran + pc.left(now)
 			est, paced = predict.Estimate{Median: whole, Low: whole, High: whole}, true
 		}
@@ -253,6 +254,9 @@ type pace struct {
 	perStep float64   // seconds a step has taken
 	steps   float64   // steps still to go
 	at      time.Time // when it last reported
+	// reported is set when the pace runs between two reports (so leaves
+	// the start-up out), not from the attempt's start.
+	reported bool
 }
 
 // left is how long the stage still has to go at its pace: the steps to
@@ -326,6 +330,7 @@ func (e *Engine) paces(ctx context.Context, runID string) (map[string]pace, erro
 		}
 		if ok && first.Step < p.Step && !first.Wall.IsZero() && p.Wall.After(first.Wall) {
 			pc.perStep = p.Wall.Sub(first.Wall).Seconds() / float64(p.Step-first.Step)
+			pc.reported = true
 		}
 		out[stage] = pc
 	}

@@ -28,7 +28,7 @@ params:
   gate: {type: string, default: ""}
 stages:
   - name: train
-    command: [sh, -c, 'if [ -n "${params.gate}" ]; then sleep 3; fi; i=1; while [ $i -le ${params.n} ]; do echo "{\"step\": $i, \"total_steps\": ${params.n}, \"loss\": 1}"; if [ $i -eq 8 ] && [ -n "${params.gate}" ]; then while [ ! -e "${params.gate}" ]; do sleep 0.05; done; fi; sleep 0.1; i=$((i+1)); done']
+    command: [sh, -c, 'if [ -n "${params.gate}" ]; then sleep 3; fi; i=1; while [ $i -le ${params.n} ]; do echo "{\"step\": $i, \"total_steps\": ${params.n}, \"loss\": 1}"; if [ $i -eq 3 ] && [ -n "${params.gate}" ]; then while [ ! -e "${params.gate}" ]; do sleep 0.05; done; fi; sleep 0.1; i=$((i+1)); done']
   - name: check
     needs: [train]
     command: ["true"]
@@ -49,11 +49,11 @@ stages:
 	require.Regexp(t, `^ETA [0-9]+ s, from 3 earlier runs \(unlike them: n 100, theirs 3\)$`, before.String())
 	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) })
 	var eta ETA
-	until(t, 30*time.Second, "the long run at its 8th step", func() bool {
+	until(t, 30*time.Second, "the long run at its 3rd step", func() bool {
 		pts, err := e.LastMetrics(ctx, long.ID)
 		require.NoError(t, err)
 		for _, p := range pts {
-			if p.Key == "loss" && p.Step == 8 {
+			if p.Key == "loss" && p.Step == 3 {
 				return true
 			}
 		}
@@ -62,8 +62,8 @@ stages:
 	eta, err = e.RunETA(ctx, long.ID)
 	require.NoError(t, err)
 	require.True(t, eta.Known)
-	require.True(t, eta.Paced, "8 of 100 steps: its pace says it (%+v)", eta)
-	// 92 steps to go at ≥ 0.1 s each (its sleep), less the moments since
+	require.True(t, eta.Paced, "3 of 100 steps, under minPace, but the earlier runs are unlike it: its pace says it (%+v)", eta)
+	// 97 steps to go at ≥ 0.1 s each (its sleep), less the moments since
 	// it reported; the earlier runs alone would say well under a second.
 	// Its 3 s start-up is no step: counted in, the pace would say 40 s.
 	require.Greater(t, eta.Left, 5*time.Second, "%+v", eta)

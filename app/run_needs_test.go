@@ -99,12 +99,19 @@ func TestShowGivesTheETAFromEarlierRuns(t *testing.T) {
 		code, _, errOut := niuma(t, "run", tmpl, "--set", "n="+string(rune('1'+i)), "--wait")
 		require.Equal(t, 0, code, errOut)
 	}
-	code, out, errOut := niuma(t, "run", tmpl, "--set", "n=9")
+	code, out, errOut := niuma(t, "run", tmpl, "--set", "n=2", "--allow-duplicate")
 	require.Equal(t, 0, code, errOut)
 	id := runID(t, out)
 	code, out, errOut = niuma(t, "show", id)
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^ETA [0-9]+ s, from 3 earlier runs$`, out)
+
+	// A count far past theirs: the ETA says the earlier runs are unlike it.
+	code, out, errOut = niuma(t, "run", tmpl, "--set", "n=9")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut = niuma(t, "show", runID(t, out))
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^ETA [0-9]+ s, from 3 earlier runs \(unlike them: n 9, theirs 1–3\)$`, out)
 }
 
 // `niuma run` refuses a GPU need this machine can never hold, saying what

@@ -96,7 +96,7 @@ stages:
 	require.Equal(t, 2, got.Stages[1].GPUs)
 	require.Equal(t, int64(20*1024), got.Stages[1].GPUMemoryMiB)
 	require.Equal(t, int64(1500), got.Stages[1].CPUMilli)
-	require.Regexp(t, `^ETA [0-9]+ s, from 3 earlier runs$`, got.ETA)
+	require.Regexp(t, `^ETA [0-9]+ s, from 3 earlier runs \(unlike them: n 9, theirs 2–4\)$`, got.ETA, "n 9 is past twice the earlier runs' 2–4")
 
 	code, out, errOut = niuma(t, "show", info.ID)
 	require.Equal(t, 0, code, errOut)
@@ -110,7 +110,7 @@ stages:
 	require.Less(t, est.Left, 5*time.Second)
 	require.LessOrEqual(t, est.Low, est.Left)
 	require.GreaterOrEqual(t, est.High, est.Left)
-	require.Regexp(t, `^[0-9]+ s, from 3 earlier runs$`, est.Words(), "as the board writes it after \"ETA \"")
+	require.Regexp(t, `^[0-9]+ s, from 3 earlier runs \(unlike them: n 9, theirs 2–4\)$`, est.Words(), "as the board writes it after \"ETA \"")
 
 	// The user's estimate says it for the stage it is given to.
 	withEst, err := rb.SubmitWithResources(ctx, engine.RunSpec{Template: tm, Values: map[string]any{"n": int64(8)}}, ui.Resources{Estimate: 2 * time.Hour})

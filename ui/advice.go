@@ -67,6 +67,9 @@ type advicePane struct {
 	// another template is picked.
 	asked  int
 	cancel context.CancelFunc
+	// answered, when set, is signalled once an answer has been shown
+	// (or dropped), for tests.
+	answered chan struct{}
 }
 
 func newAdvicePane(open func(string, map[string]any)) *advicePane {
@@ -98,7 +101,12 @@ func (p *advicePane) show(ctx context.Context, adv adviser, tmpl string) {
 	p.box.Show()
 	go func() {
 		a, err := adv.Advise(ctx, tmpl)
-		fyne.Do(func() {
+		defer func() {
+			if p.answered != nil {
+				p.answered <- struct{}{}
+			}
+		}()
+		fyne.DoAndWait(func() {
 			if p.asked != asked {
 				return // another question was put since
 			}

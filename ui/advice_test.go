@@ -50,17 +50,19 @@ func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
 	w.Resize(fyne.NewSize(1200, 780))
 	s.Show("Templates")
 	require.False(t, s.advice.box.Visible(), "nothing picked, nothing suggested")
-
-	var text string
-	lineIs := func(want string) func() bool {
-		return func() bool {
-			fyne.DoAndWait(func() { text = s.advice.line.Text })
-			return text == want
+	s.advice.answered = make(chan struct{}, 8)
+	answered := func() {
+		t.Helper()
+		select {
+		case <-s.advice.answered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer shown")
 		}
 	}
+
 	s.templates.Select(1) // demo
-	require.Eventually(t, lineIs("Suggested next: lr=0.00316, hidden=128 — expected val_acc 0.975 ± 0.004 from 14 runs"),
-		10*time.Second, 10*time.Millisecond)
+	answered()
+	require.Equal(t, "Suggested next: lr=0.00316, hidden=128 — expected val_acc 0.975 ± 0.004 from 14 runs", s.advice.line.Text)
 	require.True(t, s.advice.launch.Visible())
 	test.Tap(s.advice.launch)
 	require.NotNil(t, s.wizard, "the wizard opened")
@@ -79,8 +81,8 @@ func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
 	b.amu.Unlock()
 	s.templates.Unselect(0)
 	s.templates.Select(1)
-	require.Eventually(t, lineIs("No suggestion yet: a suggestion needs 2 succeeded runs of demo that report val_acc with the same other values; the archive has 1"),
-		10*time.Second, 10*time.Millisecond)
+	answered()
+	require.Equal(t, "No suggestion yet: a suggestion needs 2 succeeded runs of demo that report val_acc with the same other values; the archive has 1", s.advice.line.Text)
 	require.False(t, s.advice.launch.Visible(), "nothing to launch")
 
 	// A template that can never be advised on (no objective) shows no
@@ -90,11 +92,8 @@ func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
 	b.amu.Unlock()
 	s.templates.Unselect(1)
 	s.templates.Select(1)
-	require.Eventually(t, func() bool {
-		var shown bool
-		fyne.DoAndWait(func() { shown = s.advice.box.Visible() })
-		return !shown
-	}, 10*time.Second, 10*time.Millisecond)
+	answered()
+	require.False(t, s.advice.box.Visible())
 	b.amu.Lock()
 	defer b.amu.Unlock()
 	require.Equal(t, []string{"demo", "demo", "demo"}, b.asked, "a template that does not parse is not asked about")
@@ -133,9 +132,9 @@ func TestStudyViewIsLive(t *testing.T) {
 	w.Resize(fyne.NewSize(1000, 600))
 	test.Tap(v.studies)
 	boxText := func() []string {
-		var got []string
-		fyne.DoAndWait(func() { got = texts(v.studiesBox) })
-		return got
+		v.studiesMu.Lock()
+		defer v.studiesMu.Unlock()
+		return texts(v.studiesBox)
 	}
 	require.Contains(t, boxText(), "2 of 8 trials done · 2 running")
 

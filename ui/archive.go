@@ -597,7 +597,8 @@ type ArchiveView struct {
 	// studiesFilled is the one on screen (Fyne's thread only).
 	studiesRead   atomic.Int64
 	studiesFilled int64
-	shownCols     int // columns the table was last sized for
+	studiesMu     sync.Mutex // held while the box is filled
+	shownCols     int        // columns the table was last sized for
 	// confirm asks before deleting; a seam for tests.
 	confirm func(title, msg string, cb func(bool))
 	// compareView is the last compare window's content, for tests.

@@ -221,6 +221,11 @@ func (v *ArchiveView) refreshStudies(ctx context.Context) (fill func()) {
 
 // fillStudies puts studies in the study view, in place of what it showed.
 func (v *ArchiveView) fillStudies(studies []StudyInfo) {
+	// On Fyne's thread in the window; the lock keeps a test's reads of
+	// the box apart from the ticker's fills (its driver runs them where
+	// they are called).
+	v.studiesMu.Lock()
+	defer v.studiesMu.Unlock()
 	box, d := v.studiesBox, v.studiesDlg
 	box.RemoveAll()
 	if len(studies) == 0 {

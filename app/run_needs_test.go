@@ -112,6 +112,7 @@ func TestShowGivesTheETAFromEarlierRuns(t *testing.T) {
 	code, out, errOut = niuma(t, "show", runID(t, out))
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^ETA [0-9]+ s, from 3 earlier runs \(unlike them: n 9, theirs 1–3\)$`, out)
+	require.NotContains(t, out, "ETA 0 s", "an unfinished run has some time to go")
 }
 
 // `niuma run` refuses a GPU need this machine can never hold, saying what

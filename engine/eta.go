@@ -245,6 +245,10 @@ func (e *Engine) ETA(ctx context.Context, info RunInfo) (ETA, error) {
 		out.Low += max(est.Low-ran, 0)
 		out.High += max(est.High-ran, 0)
 	}
+	// A run past its median still has some time to go in words: "1 s",
+	// not "0 s".
+	out.Left = max(out.Left, time.Second)
+	out.High = max(out.High, out.Left)
 	return out, nil
 }
 

@@ -1,14 +1,10 @@
 package engine
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
-// RunETA is a run's ETA for the window's board (see ETA), with a floor: a
-// run past its median still has some time to go in words, so the board
-// says "1 s" rather than nothing. A finished run, or one whose template
-// has no history and no estimate, has none (Known false).
+// RunETA is a run's ETA for the window's board (see ETA), by its ID. A
+// finished run, or one whose template has no history and no estimate, has
+// none (Known false).
 func (e *Engine) RunETA(ctx context.Context, runID string) (ETA, error) {
 	info, err := e.Run(ctx, runID)
 	if err != nil {
@@ -18,7 +14,5 @@ func (e *Engine) RunETA(ctx context.Context, runID string) (ETA, error) {
 	if err != nil || !eta.Known {
 		return ETA{}, err
 	}
-	eta.Left = max(eta.Left, time.Second)
-	eta.High = max(eta.High, eta.Left)
 	return eta, nil
 }

@@ -618,14 +618,9 @@ func (c *cli) tuneStatus(ctx context.Context, id string, asJSON bool) error {
 	var space tuner.Space
 	_ = json.Unmarshal([]byte(st.Space), &space)
 	for _, tr := range res.Trials {
-		why := ""
+		why := predictedWhy(tr)
 		if p, ok := prunes[tr.Number]; ok {
 			why = p.Evidence
-		} else if tr.Prediction != "" {
-			var p tuner.Prediction
-			if json.Unmarshal([]byte(tr.Prediction), &p) == nil {
-				why = "expected " + p.Spread()
-			}
 		}
 		mark := ""
 		if tr.Number == res.Best {
@@ -904,6 +899,17 @@ func studySummaries(ctx context.Context, db *storage.DB, home string) ([]studySu
 	return out, nil
 }
 
+// predictedWhy is what the model expected of a trial when it proposed it,
+// "expected 0.9730 ± 0.019"; "" when it made no prediction. A pruned
+// trial's evidence says more, where there is one.
+func predictedWhy(tr storage.Trial) string {
+	var p tuner.Prediction
+	if tr.Prediction == "" || json.Unmarshal([]byte(tr.Prediction), &p) != nil {
+		return ""
+	}
+	return "expected " + p.Spread()
+}
+
 // jsonValues decodes stored parameter values with whole numbers as int64
 // (1024, not 1.02e+03) and the others as float64; nil when they do not
 // read.
@@ -963,13 +969,9 @@ func reportStudy(ctx context.Context, db *storage.DB, id string) (*report.Study,
 				t.Params = append(t.Params, report.Param{Name: name, Value: v})
 			}
 		}
+		t.Why = predictedWhy(tr)
 		if p, err := db.RunPrune(ctx, tr.RunID); err == nil && tr.RunID != "" {
 			t.Why = p.Evidence
-		} else if tr.Prediction != "" {
-			var p tuner.Prediction
-			if json.Unmarshal([]byte(tr.Prediction), &p) == nil {
-				t.Why = "expected " + p.Spread()
-			}
 		}
 		out.Trials = append(out.Trials, t)
 		if tr.RunID != "" && len(ids) < report.MaxRuns {

@@ -326,9 +326,6 @@ func rereadMetrics(ctx context.Context, store *storage.DB, rec runRecord, dir st
 	w := metrics.NewWriter(store, metrics.WriterOptions{})
 	var stored atomic.Int64
 	var errs []error
-	logOf := func(stageDir string, n int, stream string) string {
-		return filepath.Join(stageDir, fmt.Sprintf("attempt-%d.%s.log", n, stream))
-	}
 	for _, st := range t.Stages {
 		stageDir := filepath.Join(dir, st.Name)
 		logs, _ := filepath.Glob(filepath.Join(stageDir, "attempt-*.stdout.log"))
@@ -341,14 +338,16 @@ func rereadMetrics(ctx context.Context, store *storage.DB, rec runRecord, dir st
 		}
 		slices.Sort(numbers)
 		for i, n := range numbers {
+			stdout, stderr := stageLogPaths(dir, st.Name, n)
 			c := &metrics.Collector{Store: store, Writer: w, RunID: rec.Run.ID, Stage: st.Name, Attempt: n,
 				RunDir: dir, StageDir: stageDir, Sources: metrics.Sources{Rules: st.Metrics}, Files: metrics.NoFiles,
-				Stdout: logOf(stageDir, n, "stdout"), Stderr: logOf(stageDir, n, "stderr"),
+				Stdout: stdout, Stderr: stderr,
 				OnPoints: func(pts []storage.MetricPoint) { stored.Add(int64(len(pts))) }}
 			if i == len(numbers)-1 {
 				c.Files = metrics.StageFiles
 				if i > 0 { // files older than the previous attempt's end are its
-					if fi, err := os.Stat(logOf(stageDir, numbers[i-1], "stdout")); err == nil {
+					prev, _ := stageLogPaths(dir, st.Name, numbers[i-1])
+					if fi, err := os.Stat(prev); err == nil {
 						c.Since = fi.ModTime()
 					}
 				}

@@ -39,8 +39,10 @@ type Sources struct {
 var (
 	DefaultTensorBoardStage = []string{"tb/**", "runs/*/**", "lightning_logs/*/**"}
 	DefaultTensorBoardRun   = []string{"runs/*/**", "lightning_logs/*/**"}
-	// DefaultCSV: Lightning's CSVLogger, in both folders.
-	DefaultCSV = []string{"lightning_logs/*/metrics.csv"}
+	// DefaultCSV, in both folders: Lightning's CSVLogger (in its save_dir
+	// or the folder itself), Ultralytics' results.csv (runs/TASK/NAME/),
+	// timm's summary.csv (output/train/NAME/).
+	DefaultCSV = []string{"lightning_logs/*/metrics.csv", "*/lightning_logs/*/metrics.csv", "runs/*/*/results.csv", "output/train/*/summary.csv"}
 )
 
 // FileScope is which files a Collector reads beside stdout and stderr.
@@ -124,7 +126,7 @@ func (c *Collector) Start(ctx context.Context) error {
 		}
 		rules = append(rules, m)
 	}
-	var tbLocs, csvLocs []Location
+	var tbLocs, csvLocs, jsonLocs, stateLocs []Location
 	add := func(dst *[]Location, base string, patterns []string) error {
 		for _, p := range patterns {
 			g, err := pathglob.Parse(p)
@@ -141,9 +143,12 @@ func (c *Collector) Start(ctx context.Context) error {
 		err = errors.Join(
 			add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&tbLocs, c.RunDir, DefaultTensorBoardRun),
 			add(&tbLocs, c.RunDir, c.Sources.TensorBoard),
-			add(&csvLocs, c.StageDir, DefaultCSV), add(&csvLocs, c.RunDir, DefaultCSV), add(&csvLocs, c.RunDir, c.Sources.CSV))
+			add(&csvLocs, c.StageDir, DefaultCSV), add(&csvLocs, c.RunDir, DefaultCSV), add(&csvLocs, c.RunDir, c.Sources.CSV),
+			add(&jsonLocs, c.StageDir, DefaultJSONLines), add(&jsonLocs, c.RunDir, DefaultJSONLines),
+			add(&stateLocs, c.StageDir, DefaultTrainerState), add(&stateLocs, c.RunDir, DefaultTrainerState))
 	case StageFiles:
-		err = errors.Join(add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&csvLocs, c.StageDir, DefaultCSV))
+		err = errors.Join(add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&csvLocs, c.StageDir, DefaultCSV),
+			add(&jsonLocs, c.StageDir, DefaultJSONLines), add(&stateLocs, c.StageDir, DefaultTrainerState))
 	}
 	if err != nil {
 		return err
@@ -202,6 +207,10 @@ func (c *Collector) Start(ctx context.Context) error {
 			}
 			in.SetRules(ms, ws)
 		}
+		if withRules && len(rules) == 0 {
+			// No rules: the stream's format is found from its lines.
+			in.SetDetect()
+		}
 		in.SetSource(name, line)
 		in.Restore(cur.State)
 		f := &Follower{Path: path, From: cur.Offset, Logger: log, OnLine: func(l []byte, end int64) {
@@ -216,6 +225,11 @@ func (c *Collector) Start(ctx context.Context) error {
 			defer c.wg.Done()
 			if err := f.Run(fctx); err != nil && fctx.Err() == nil {
 				log.Warn("follow stage output", "file", path, "err", err)
+			}
+			if fctx.Err() == nil { // read to its end (Stop), not abandoned
+				if pts := in.End(); len(pts) > 0 && c.OnPoints != nil {
+					c.OnPoints(pts)
+				}
 			}
 		}()
 	}
@@ -238,8 +252,16 @@ func (c *Collector) Start(ctx context.Context) error {
 		}}
 	csvF := &CSVFollower{Locations: csvLocs, RunDir: c.RunDir, RunID: c.RunID, Stage: c.Stage, Attempt: c.Attempt,
 		Writer: c.Writer, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints, Keys: keys}
-	c.stops = append(c.stops, tb.Stop, csvF.Stop)
-	c.wg.Add(2)
+	jsonF := &JSONFollower{Lines: jsonLocs, States: stateLocs, RunDir: c.RunDir, RunID: c.RunID, Stage: c.Stage, Attempt: c.Attempt,
+		Writer: c.Writer, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints, Keys: keys}
+	c.stops = append(c.stops, tb.Stop, csvF.Stop, jsonF.Stop)
+	c.wg.Add(3)
+	go func() {
+		defer c.wg.Done()
+		if err := jsonF.Run(fctx); err != nil && fctx.Err() == nil {
+			log.Warn("follow JSON logs", "run", c.RunID, "stage", c.Stage, "err", err)
+		}
+	}()
 	go func() {
 		defer c.wg.Done()
 		if err := tb.Run(fctx); err != nil && fctx.Err() == nil {

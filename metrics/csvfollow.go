@@ -86,41 +86,15 @@ func (f *CSVFollower) sourceOf(path string) string {
 }
 
 func (f *CSVFollower) scan() error {
-	var paths []string
-	seen := map[string]bool{}
-	for _, loc := range f.Locations {
-		root := filepath.Join(loc.Base, filepath.FromSlash(loc.Glob.Root()))
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			if d.IsDir() || !d.Type().IsRegular() || seen[p] {
-				return nil
-			}
-			rel, err := filepath.Rel(loc.Base, p)
-			if err != nil {
-				return nil
-			}
-			if _, ok := loc.Glob.Match(filepath.ToSlash(rel)); !ok {
-				return nil
-			}
-			if _, known := f.files[p]; !known && !f.Since.IsZero() {
-				if _, has := f.Cursors[f.sourceOf(p)]; !has {
-					if fi, err := d.Info(); err != nil || fi.ModTime().Before(f.Since) {
-						return nil
-					}
-				}
-			}
-			seen[p] = true
-			paths = append(paths, p)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("follow CSV logs in %s: %w", root, err)
+	paths, err := findFiles(f.Locations, f.Since, func(p string) bool {
+		if _, known := f.files[p]; known {
+			return true
 		}
+		_, has := f.Cursors[f.sourceOf(p)]
+		return has
+	})
+	if err != nil {
+		return fmt.Errorf("follow CSV logs: %w", err)
 	}
 	sort.Strings(paths)
 	if f.files == nil {
@@ -258,4 +232,46 @@ func (f *CSVFollower) row(cf *csvFile, line []byte, row int64, wall time.Time) {
 		f.pts = append(f.pts, storage.MetricPoint{RunID: f.RunID, Stage: f.Stage, Attempt: f.Attempt,
 			Key: cf.cols[i], Step: step, Value: v, Wall: wall, StepSource: source})
 	}
+}
+
+// findFiles lists the regular files the locations match, sorted, once
+// each. A file last modified before since belongs to an earlier attempt
+// and is left out, unless known says it is being read already.
+func findFiles(locs []Location, since time.Time, known func(path string) bool) ([]string, error) {
+	var paths []string
+	seen := map[string]bool{}
+	for _, loc := range locs {
+		root := filepath.Join(loc.Base, filepath.FromSlash(loc.Glob.Root()))
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if d.IsDir() || !d.Type().IsRegular() || seen[p] {
+				return nil
+			}
+			rel, err := filepath.Rel(loc.Base, p)
+			if err != nil {
+				return nil
+			}
+			if _, ok := loc.Glob.Match(filepath.ToSlash(rel)); !ok {
+				return nil
+			}
+			if !since.IsZero() && !known(p) {
+				if fi, err := d.Info(); err != nil || fi.ModTime().Before(since) {
+					return nil
+				}
+			}
+			seen[p] = true
+			paths = append(paths, p)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("in %s: %w", root, err)
+		}
+	}
+	sort.Strings(paths)
+	return paths, nil
 }

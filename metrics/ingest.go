@@ -35,6 +35,7 @@ type Ingestor struct {
 
 	rules   []*textrule.Matcher
 	watches []*RuleWatch
+	det     *detector // the stream's format is found from its lines (no rules)
 	line    int64 // lines seen in the stream so far
 
 	keys keyGate // the stage's limit on distinct keys
@@ -112,6 +113,12 @@ func (in *Ingestor) LineAt(line []byte, end int64, wall time.Time) (pts []storag
 			isMetric = true
 			continue
 		}
+		if in.det != nil && !in.det.decided {
+			n := len(in.det.recs)
+			in.det.read(textrule.StripLogPrefix(seg), in.line)
+			isMetric = isMetric || len(in.det.recs) > n
+			continue
+		}
 		if len(in.rules) > 0 {
 			text := textrule.StripLogPrefix(seg)
 			for i, m := range in.rules {
@@ -134,6 +141,15 @@ func (in *Ingestor) LineAt(line []byte, end int64, wall time.Time) (pts []storag
 			wt.Line()
 		}
 	}
+	if in.det != nil && !in.det.decided && !in.hold(end) {
+		return nil, isMetric
+	}
+	in.write(end)
+	return in.pts, isMetric
+}
+
+// write hands in.pts to the writer, with the stream's position end.
+func (in *Ingestor) write(end int64) {
 	if in.w != nil && len(in.pts) > 0 {
 		if in.source != "" && end >= 0 {
 			in.w.AddWith(&storage.MetricCursor{RunID: in.runID, Stage: in.stage, Attempt: in.attempt,
@@ -142,7 +158,6 @@ func (in *Ingestor) LineAt(line []byte, end int64, wall time.Time) (pts []storag
 			in.w.Add(in.pts...)
 		}
 	}
-	return in.pts, isMetric
 }
 
 // json reads seg as a JSON metric line, also after a log prefix.
@@ -187,6 +202,9 @@ func (in *Ingestor) add(step int64, source string, vals []KV) {
 
 // state is the rules' state for a cursor: "" when no rule carries any.
 func (in *Ingestor) state() string {
+	if in.det != nil {
+		return in.detectState()
+	}
 	if len(in.rules) == 0 {
 		return ""
 	}
@@ -201,6 +219,10 @@ func (in *Ingestor) state() string {
 
 // Restore sets the rules' state from a cursor's State.
 func (in *Ingestor) Restore(state string) {
+	if in.det != nil {
+		in.restoreDetect(state)
+		return
+	}
 	for _, part := range splitLines(state) {
 		if len(part) < 2 {
 			continue

@@ -24,7 +24,8 @@ const (
 )
 
 // Presets are the formats a rule can name instead of a pattern.
-var Presets = []string{"key-value", "pytorch-examples", "keras", "tqdm"}
+var Presets = []string{"key-value", "pytorch-examples", "keras", "tqdm",
+	"python", "hf-trainer", "gbdt", "sklearn", "skorch", "fairseq"}
 
 // StepNames are the names (of a key, a group or a column) that are taken
 // as the step, in this order of preference.
@@ -89,6 +90,7 @@ type Matcher struct {
 	match func(m *Matcher, seg []byte, line int64) (Record, bool)
 	st    state
 	vals  []KV
+	prev  []byte // the segment before (a table's header)
 }
 
 // state is what a Matcher carries from line to line; it travels with a
@@ -98,6 +100,14 @@ type state struct {
 	Count int64 `json:"n,omitempty"` // records so far (counter steps)
 	Epoch int64 `json:"e,omitempty"` // the epoch a progress format is in
 	Total int64 `json:"t,omitempty"` // batches per epoch, once known
+	// Keys and Spans are a table's columns (names, and each one's byte
+	// range in its rows), or the keys of the step so far.
+	Keys  []string `json:"k,omitempty"`
+	Spans []int    `json:"s,omitempty"`
+}
+
+func (s state) zero() bool {
+	return s.Count == 0 && s.Epoch == 0 && s.Total == 0 && len(s.Keys) == 0 && len(s.Spans) == 0
 }
 
 // Compile checks a rule and returns its matcher.
@@ -124,6 +134,18 @@ func Compile(r Rule) (*Matcher, error) {
 			m.match = (*Matcher).keras
 		case "tqdm":
 			m.match = (*Matcher).tqdm
+		case "python":
+			m.match = (*Matcher).python
+		case "hf-trainer":
+			m.match = (*Matcher).hfTrainer
+		case "gbdt":
+			m.match = (*Matcher).gbdt
+		case "sklearn":
+			m.match = (*Matcher).sklearn
+		case "skorch":
+			m.match = (*Matcher).skorch
+		case "fairseq":
+			m.match = (*Matcher).fairseq
 		default:
 			return nil, fmt.Errorf("unknown preset %q: use one of %s, or a pattern", r.Preset, strings.Join(Presets, ", "))
 		}
@@ -184,7 +206,7 @@ func (m *Matcher) Match(seg []byte, line int64) (Record, bool) {
 
 // State returns the matcher's state for a cursor ("" for the initial one).
 func (m *Matcher) State() string {
-	if m.st == (state{}) {
+	if m.st.zero() {
 		return ""
 	}
 	b, _ := json.Marshal(m.st)
@@ -307,4 +329,21 @@ func isStepName(key string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Detection is a preset tried on a stage that names none (see Detect),
+// with the evidence it needs: Records of its records that share a key.
+type Detection struct {
+	Preset  string
+	Records int
+}
+
+// Detect are the presets tried, in this order, on the output of a stage
+// whose template has no `metrics:`: the formats of libraries first (their
+// lines are specific: one is evidence enough), then the generic ones,
+// which need a key seen on several lines before they are believed, so
+// that a log line that happens to hold "name: 3" stores nothing.
+var Detect = []Detection{
+	{"hf-trainer", 1}, {"gbdt", 1}, {"sklearn", 1}, {"skorch", 1}, {"fairseq", 1},
+	{"keras", 1}, {"tqdm", 1}, {"pytorch-examples", 2}, {"python", 2}, {"key-value", 3},
 }

@@ -36,7 +36,7 @@ type Ingestor struct {
 	rules   []*textrule.Matcher
 	watches []*RuleWatch
 	det     *detector // the stream's format is found from its lines (no rules)
-	line    int64 // lines seen in the stream so far
+	line    int64     // lines seen in the stream so far
 
 	keys keyGate // the stage's limit on distinct keys
 

@@ -17,6 +17,7 @@ import (
 	"niuma/engine"
 	"niuma/engine/executor/slurm"
 	"niuma/metrics"
+	"niuma/metrics/textrule"
 	"niuma/printable"
 )
 
@@ -142,6 +143,13 @@ func duration(d time.Duration) string {
 	}
 	return d.Round(time.Second).String()
 }
+
+// noMetrics is what show says of a finished run with no metric: what
+// was tried, and how to add a pattern.
+var noMetrics = "no metrics captured: its output matched none of the formats read with no configuration (" +
+	strings.Join(textrule.DetectedPresets(), ", ") + ") and it wrote no TensorBoard, CSV or JSON log where they are looked for. " +
+	"Add a pattern under the stage's metrics:, e.g. metrics: [{pattern: 'loss (?P<loss>[0-9.]+)'}], name a preset, " +
+	"or print JSON lines ({\"step\": 1, \"loss\": 0.5}) (docs/guide/metrics.md)"
 
 // showJSON is `niuma show --json`.
 type showJSON struct {
@@ -325,6 +333,11 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if err := tw.flush(); err != nil {
 		return err
 	}
+	for _, st := range r.Stages {
+		for _, m := range st.MetricsRead {
+			fmt.Fprintf(c.out, "%s: %s\n", p(st.Name), p(m.String()))
+		}
+	}
 	if len(ms) > 0 {
 		fmt.Fprintln(c.out)
 		tw = newTable(c.out, "STAGE", "METRIC", "LAST", "STEP", "POINTS", "REPEATED", "MIN", "MAX")
@@ -342,7 +355,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	} else if started(r) && !r.State.Done() {
 		fmt.Fprintln(c.out, "\nno metrics yet")
 	} else if started(r) && r.State != engine.Cancelled {
-		fmt.Fprintln(c.out, "\nno metrics captured: print JSON lines ({\"step\": 1, \"loss\": 0.5}), write TensorBoard or CSV logs, or name a preset or pattern under the stage's metrics: (see the stage contract in the README)")
+		fmt.Fprintln(c.out, "\n"+noMetrics)
 	}
 	if len(gpus) > 0 {
 		fmt.Fprintln(c.out, "\nGPUS (from the per-minute GPU records)")

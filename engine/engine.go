@@ -434,6 +434,9 @@ func (e *Engine) Run(ctx context.Context, idOrPrefix string) (RunInfo, error) {
 	info := runInfo(r, paramMap([]byte(r.Params)), stages, attempts)
 	info.MetricsWaiting = e.MetricsWaiting(id)
 	e.failures(ctx, &info)
+	if err := e.metricsRead(ctx, &info); err != nil {
+		return RunInfo{}, err
+	}
 	if r.State.Done() {
 		if sums, err := e.store.MetricSummaries(ctx, id); err == nil {
 			info.ObjectiveMissing = objectiveMissing(r, sums)

@@ -148,3 +148,29 @@ func (e *Engine) SeriesEnvelope(ctx context.Context, runID, stage, key string, b
 	}
 	return out, nil
 }
+
+// metricsRead fills each stage's MetricsRead from its last attempt's
+// cursors: the state stored with them names the presets found.
+func (e *Engine) metricsRead(ctx context.Context, info *RunInfo) error {
+	for i := range info.Stages {
+		st := &info.Stages[i]
+		if st.Attempts == 0 {
+			continue
+		}
+		curs, err := e.store.MetricCursors(ctx, info.ID, st.Name, st.Attempts)
+		if err != nil {
+			return err
+		}
+		sources := make([]string, 0, len(curs))
+		for src := range curs {
+			sources = append(sources, src)
+		}
+		sort.Strings(sources)
+		for _, src := range sources {
+			if format, from := metrics.Format(src, curs[src].State); format != "" {
+				st.MetricsRead = append(st.MetricsRead, MetricsRead{Format: format, From: from})
+			}
+		}
+	}
+	return nil
+}

@@ -97,6 +97,23 @@ type StageInfo struct {
 	// Failure, for a failed stage, is why its last attempt failed (set by
 	// Engine.Run).
 	Failure *FailureInfo `json:"failure,omitempty"`
+	// MetricsRead, set by Engine.Run, says how the last attempt's metrics
+	// were read: the presets found in its output, the files read.
+	MetricsRead []MetricsRead `json:"metrics_read,omitempty"`
+}
+
+// MetricsRead is one way a stage's metrics were read: Format (presets
+// such as "hf-trainer", or a file's kind: "csv", "json lines",
+// "trainer_state.json", "tensorboard") from From (stdout, stderr, or the
+// file's path in the run's folder).
+type MetricsRead struct {
+	Format string `json:"format"`
+	From   string `json:"from"`
+}
+
+// String is how the CLI and the run view say it.
+func (m MetricsRead) String() string {
+	return "metrics read as " + m.Format + ", from " + m.From
 }
 
 // AttemptsText says how many attempts a stage has had of how many it may

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,8 +27,10 @@ type detector struct {
 	decided bool
 	pending []heldLine
 	first   int64 // the stream's line number of the first held line
-	// this line's records, one per candidate that read it
+	// this line's records, one per candidate and segment it read, and
+	// the segments so far
 	recs []heldRecord
+	segs int
 }
 
 type candidate struct {
@@ -46,6 +49,7 @@ type heldLine struct {
 
 type heldRecord struct {
 	cand   int
+	seg    int // the segment of its line
 	step   int64
 	source string
 	vals   []KV
@@ -65,6 +69,7 @@ func newDetector() *detector {
 
 // read lets every candidate read one segment.
 func (d *detector) read(text []byte, line int64) {
+	d.segs++
 	for i := range d.cands {
 		c := &d.cands[i]
 		rec, ok := c.m.Match(text, line)
@@ -72,25 +77,54 @@ func (d *detector) read(text []byte, line int64) {
 			continue
 		}
 		for _, kv := range rec.Values {
+			if !c.d.Evidence(rec) {
+				break
+			}
 			if len(c.seen) < 4096 || c.seen[kv.Key] > 0 {
 				c.seen[kv.Key]++
 				c.best = max(c.best, c.seen[kv.Key])
 			}
 		}
-		d.recs = append(d.recs, heldRecord{cand: i, step: rec.Step, source: rec.StepSource, vals: append([]KV(nil), rec.Values...)})
+		d.recs = append(d.recs, heldRecord{cand: i, seg: d.segs, step: rec.Step, source: rec.StepSource, vals: append([]KV(nil), rec.Values...)})
 	}
 }
 
 // ready returns the candidates with their evidence, in textrule.Detect's
-// order.
+// order, less those that read nothing an earlier one did not (keras'
+// lines hold key-value pairs too: key-value adds nothing to keras).
 func (d *detector) ready() []int {
 	var out []int
 	for i, c := range d.cands {
-		if c.best >= c.d.Records {
+		if c.best < c.d.Records {
+			continue
+		}
+		if len(out) == 0 || d.adds(i, out) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// adds reports whether candidate i read a held segment none of kept did.
+func (d *detector) adds(i int, kept []int) bool {
+	lines := append(d.pending, heldLine{recs: d.recs})
+	for _, l := range lines {
+		for _, r := range l.recs {
+			if r.cand != i {
+				continue
+			}
+			covered := false
+			for _, o := range l.recs {
+				if o.seg == r.seg && slices.Contains(kept, o.cand) {
+					covered = true
+				}
+			}
+			if !covered {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SetDetect makes the Ingestor find the stream's text format itself (the
@@ -206,17 +240,21 @@ func (in *Ingestor) settle(chosen []int) {
 	in.pts = in.pts[:0]
 	for _, l := range d.pending {
 		in.pts = append(in.pts, l.pts...)
-		// The first chosen preset that read the line, as rules are tried.
-		best := -1
-		for j, r := range l.recs {
-			if rr, ok := rank[r.cand]; ok && (best < 0 || rr < rank[l.recs[best].cand]) {
-				best = j
+		// Per segment, the first chosen preset that read it, as rules are
+		// tried.
+		for j := 0; j < len(l.recs); {
+			k, best := j, -1
+			for ; k < len(l.recs) && l.recs[k].seg == l.recs[j].seg; k++ {
+				if rr, ok := rank[l.recs[k].cand]; ok && (best < 0 || rr < rank[l.recs[best].cand]) {
+					best = k
+				}
 			}
-		}
-		if best >= 0 {
-			r := l.recs[best]
-			in.wall = l.wall
-			in.add(r.step, r.source, r.vals)
+			if best >= 0 {
+				r := l.recs[best]
+				in.wall = l.wall
+				in.add(r.step, r.source, r.vals)
+			}
+			j = k
 		}
 		in.keys.endRecord()
 	}
@@ -235,4 +273,27 @@ func (in *Ingestor) End() []storage.MetricPoint {
 	in.settle(d.ready())
 	in.write(end)
 	return in.pts
+}
+
+// Format says how a source's points were read, from its name and the
+// state stored with its cursor, and where from: for stdout and stderr the
+// presets their detection settled on ("hf-trainer", "stdout"), for a file
+// its kind and path ("csv", "runs/detect/train/results.csv"); format is
+// "" when there is nothing to tell (a template's own rules, JSON lines).
+func Format(source, state string) (format, from string) {
+	kind, path, _ := strings.Cut(source, ":")
+	switch kind {
+	case "stdout", "stderr":
+		presets, _ := Detected(state)
+		return strings.Join(presets, ", "), kind
+	case "csv":
+		return "csv", path
+	case "json":
+		return "json lines", path
+	case "trainer_state":
+		return "trainer_state.json", path
+	case "tb":
+		return "tensorboard", path
+	}
+	return "", ""
 }

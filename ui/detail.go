@@ -479,6 +479,7 @@ func (d *runDetail) showCurve(selected bool, pts []engine.Point, data curveData)
 
 // runNotes are the lines the run view adds under a run's summary: why a
 // stage failed (the recognised cause, its fix, the end of its stderr),
+// how each stage's metrics were read (the presets found in its output),
 // metric points that wait for the database, an objective that never
 // appeared.
 func runNotes(r engine.RunInfo) []string {
@@ -501,6 +502,11 @@ func runNotes(r engine.RunInfo) []string {
 					out = append(out, "    "+l)
 				}
 			}
+		}
+	}
+	for _, st := range r.Stages {
+		for _, m := range st.MetricsRead {
+			out = append(out, fmt.Sprintf("Stage %s: %s", st.Name, m))
 		}
 	}
 	if r.MetricsWaiting != "" {

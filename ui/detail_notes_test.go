@@ -21,3 +21,12 @@ func TestRunNotesLeadWithTheFailure(t *testing.T) {
 		"Objective: the objective metric val_acc never appeared",
 	}, runNotes(r))
 }
+
+func TestRunNotesSayHowMetricsWereRead(t *testing.T) {
+	r := engine.RunInfo{State: engine.Succeeded, Stages: []engine.StageInfo{{Name: "train", State: engine.Succeeded,
+		MetricsRead: []engine.MetricsRead{{Format: "hf-trainer", From: "stdout"}, {Format: "csv", From: "runs/detect/train/results.csv"}}}}}
+	assert.Equal(t, []string{
+		"Stage train: metrics read as hf-trainer, from stdout",
+		"Stage train: metrics read as csv, from runs/detect/train/results.csv",
+	}, runNotes(r))
+}

@@ -265,51 +265,53 @@ func snake(s string) string {
 //	      1        0.6905       0.6100        0.6788     +  0.0321
 //
 // The header is the line above the dashes; each column spans its run of
-// dashes, so empty cells (cp) are read as empty. The step is the epoch.
+// dashes, so empty cells (cp) are read as empty. Lines reach the preset
+// with their leading spaces removed, so cells are found from the line's
+// end: tabulate pads every row to the table's width. The step is the
+// epoch.
 func (m *Matcher) skorch(seg []byte, _ int64) (Record, bool) {
 	if skorchRuleRe.Match(seg) && len(m.prev) > 0 {
-		m.st.Keys, m.st.Spans = m.st.Keys[:0], m.st.Spans[:0]
+		m.st.Keys, m.st.Spans, m.st.Total = m.st.Keys[:0], m.st.Spans[:0], int64(len(seg))
 		for _, loc := range skorchDashRe.FindAllIndex(seg, -1) {
-			if loc[1] > len(m.prev) {
-				m.st.Keys = m.st.Keys[:0]
-				break
-			}
-			m.st.Keys = append(m.st.Keys, string(bytes.TrimSpace(m.prev[loc[0]:loc[1]])))
+			m.st.Keys = append(m.st.Keys, string(bytes.TrimSpace(cell(m.prev, loc[0], loc[1], len(seg)))))
 			m.st.Spans = append(m.st.Spans, loc[0], loc[1])
 		}
 		if len(m.st.Keys) < 2 || m.st.Keys[0] != "epoch" {
-			m.st.Keys, m.st.Spans = nil, nil
+			m.st.Keys, m.st.Spans, m.st.Total = nil, nil, 0
 		}
 		return Record{}, false
 	}
 	m.prev = append(m.prev[:0], seg...)
-	if len(m.st.Keys) == 0 || len(seg) < m.st.Spans[1] {
+	if len(m.st.Keys) == 0 {
 		return Record{}, false
 	}
-	// A row: the cells under the dashes (the last one may run long).
 	var step int64 = -1
 	for i, key := range m.st.Keys {
-		lo, hi := m.st.Spans[2*i], m.st.Spans[2*i+1]
-		if i == len(m.st.Keys)-1 {
-			hi = len(seg)
-		}
-		if lo > len(seg) {
-			break
-		}
-		cell := bytes.TrimSpace(seg[lo:min(hi, len(seg))])
+		c := bytes.TrimSpace(cell(seg, m.st.Spans[2*i], m.st.Spans[2*i+1], int(m.st.Total)))
 		if i == 0 {
-			s, ok := parseStep(cell)
+			s, ok := parseStep(c)
 			if !ok {
 				return Record{}, false
 			}
 			step = s
 			continue
 		}
-		if v, ok := ParseNumber(cell); ok {
+		if v, ok := ParseNumber(c); ok {
 			m.vals = append(m.vals, KV{key, v})
 		}
 	}
 	return Record{Step: step, StepSource: "epoch", Values: m.vals}, step >= 0 && len(m.vals) > 0
+}
+
+// cell is the part of line under the columns lo..hi of a table width
+// wide, line being aligned on the table's right edge.
+func cell(line []byte, lo, hi, width int) []byte {
+	shift := width - len(line)
+	lo, hi = max(lo-shift, 0), min(hi-shift, len(line))
+	if lo >= hi {
+		return nil
+	}
+	return line[lo:hi]
 }
 
 var (
@@ -327,8 +329,9 @@ var (
 //
 // The step is num_updates, fairseq's own; without it (a line of a
 // version that omits it) the epoch's updates so far. Values of a
-// validation summary are named SUBSET_NAME (valid_loss), of an epoch's
-// training summary train_NAME; the inner lines' keep fairseq's names.
+// validation summary are named SUBSET/NAME (valid/loss), of an epoch's
+// training summary train/NAME, as fairseq's TensorBoard logs name them;
+// the inner lines' keep fairseq's names.
 func (m *Matcher) fairseq(seg []byte, _ int64) (Record, bool) {
 	seg = bytes.TrimPrefix(seg, []byte("| "))
 	tag := ""
@@ -362,15 +365,15 @@ func (m *Matcher) fairseq(seg []byte, _ int64) (Record, bool) {
 	if !bytes.HasPrefix(seg, []byte("epoch ")) {
 		return Record{}, false
 	}
-	prefix := "train_"
+	prefix := "train/"
 	if tag != "" && tag != "train" {
-		prefix = tag + "_"
+		prefix = tag + "/"
 	}
 	var step int64 = -1
 	for _, cell := range bytes.Split(seg, []byte(" | ")) {
 		cell = bytes.TrimSpace(cell)
 		if mm := fairseqSubsetRe.FindSubmatch(cell); mm != nil {
-			prefix = string(mm[1]) + "_"
+			prefix = string(mm[1]) + "/"
 			continue
 		}
 		name, val, ok := cutLast(cell, ' ')
@@ -397,4 +400,48 @@ var (
 	fairseqTagRe    = regexp.MustCompile(`^[a-z_]+$`)
 	fairseqInnerRe  = regexp.MustCompile(`^epoch ([0-9]+):\s+([0-9]+)\s*/\s*([0-9]+)\s+(.*=.*)$`)
 	fairseqSubsetRe = regexp.MustCompile(`^valid on '([^']+)' subset$`)
+)
+
+// caffe reads Caffe's solver log (glog lines, their prefix stripped):
+//
+//	I0402 10:20:02.456789 12345 solver.cpp:218] Iteration 100 (90.1 iter/s, 1.11s/100 iters), loss = 0.2153
+//	I0402 10:20:02.456790 12345 solver.cpp:237]     Train net output #0: loss = 0.2153 (* 1 = 0.2153 loss)
+//	I0402 10:20:02.456791 12345 sgd_solver.cpp:105] Iteration 100, lr = 0.00992565
+//	I0402 10:20:04.678901 12345 solver.cpp:330] Iteration 200, Testing net (#0)
+//	I0402 10:20:05.789012 12345 solver.cpp:397]     Test net output #0: accuracy = 0.9712
+//
+// The step is the iteration the solver is at; the smoothed loss and lr
+// keep their names, the nets' outputs are train_NAME and test_NAME.
+func (m *Matcher) caffe(seg []byte, _ int64) (Record, bool) {
+	seg = bytes.TrimSpace(seg)
+	if mm := caffeIterRe.FindSubmatch(seg); mm != nil {
+		step, ok := parseStep(mm[1])
+		if !ok {
+			return Record{}, false
+		}
+		m.st.Count = step
+		name, val := mm[2], mm[3]
+		if len(name) == 0 {
+			name, val = mm[4], mm[5]
+		}
+		if len(name) == 0 { // "Testing net"
+			return Record{}, false
+		}
+		if v, ok := ParseNumber(val); ok {
+			m.vals = append(m.vals, KV{string(name), v})
+		}
+		return Record{Step: step, StepSource: "iteration", Values: m.vals}, len(m.vals) > 0
+	}
+	if mm := caffeOutputRe.FindSubmatch(seg); mm != nil {
+		if v, ok := ParseNumber(mm[3]); ok {
+			m.vals = append(m.vals, KV{strings.ToLower(string(mm[1])) + "_" + string(mm[2]), v})
+		}
+		return Record{Step: m.st.Count, StepSource: "iteration", Values: m.vals}, len(m.vals) > 0
+	}
+	return Record{}, false
+}
+
+var (
+	caffeIterRe   = regexp.MustCompile(`^Iteration ([0-9]+)(?: \([^)]*iter/s[^)]*\), (loss) = ([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf)|, (lr) = ([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)|, Testing net \(#[0-9]+\))$`)
+	caffeOutputRe = regexp.MustCompile(`^(Train|Test) net output #[0-9]+: (\S+) = ([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf)(?: \(.*\))?$`)
 )

@@ -25,7 +25,7 @@ const (
 
 // Presets are the formats a rule can name instead of a pattern.
 var Presets = []string{"key-value", "pytorch-examples", "keras", "tqdm",
-	"python", "hf-trainer", "gbdt", "sklearn", "skorch", "fairseq"}
+	"python", "hf-trainer", "gbdt", "sklearn", "skorch", "fairseq", "caffe"}
 
 // StepNames are the names (of a key, a group or a column) that are taken
 // as the step, in this order of preference.
@@ -146,6 +146,8 @@ func Compile(r Rule) (*Matcher, error) {
 			m.match = (*Matcher).skorch
 		case "fairseq":
 			m.match = (*Matcher).fairseq
+		case "caffe":
+			m.match = (*Matcher).caffe
 		default:
 			return nil, fmt.Errorf("unknown preset %q: use one of %s, or a pattern", r.Preset, strings.Join(Presets, ", "))
 		}
@@ -332,18 +334,40 @@ func isStepName(key string) (int, bool) {
 }
 
 // Detection is a preset tried on a stage that names none (see Detect),
-// with the evidence it needs: Records of its records that share a key.
+// with the evidence it needs: Records of its records that share a key,
+// counting only records with at least MinValues values (a step read from
+// the line counts as one).
 type Detection struct {
-	Preset  string
-	Records int
+	Preset    string
+	Records   int
+	MinValues int
+}
+
+// Evidence reports whether a record counts towards the preset's evidence.
+func (d Detection) Evidence(rec Record) bool {
+	n := len(rec.Values)
+	if rec.StepSource != StepCounter && rec.StepSource != StepLine {
+		n++
+	}
+	return n >= d.MinValues
 }
 
 // Detect are the presets tried, in this order, on the output of a stage
 // whose template has no `metrics:`: the formats of libraries first (their
 // lines are specific: one is evidence enough), then the generic ones,
-// which need a key seen on several lines before they are believed, so
-// that a log line that happens to hold "name: 3" stores nothing.
+// which need a key seen on several lines before they are believed (and
+// key-value lines with two values at least), so that a log line that
+// happens to hold "name: 3" stores nothing.
 var Detect = []Detection{
-	{"hf-trainer", 1}, {"gbdt", 1}, {"sklearn", 1}, {"skorch", 1}, {"fairseq", 1},
-	{"keras", 1}, {"tqdm", 1}, {"pytorch-examples", 2}, {"python", 2}, {"key-value", 3},
+	{"hf-trainer", 1, 0}, {"gbdt", 1, 0}, {"caffe", 1, 0}, {"sklearn", 1, 0}, {"skorch", 1, 0}, {"fairseq", 1, 0},
+	{"keras", 1, 0}, {"tqdm", 1, 0}, {"pytorch-examples", 2, 0}, {"python", 2, 0}, {"key-value", 3, 2},
+}
+
+// DetectedPresets are the names of the presets of Detect, in order.
+func DetectedPresets() []string {
+	out := make([]string, len(Detect))
+	for i, d := range Detect {
+		out[i] = d.Preset
+	}
+	return out
 }

@@ -82,6 +82,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzString -fuzztime=30s ./printable/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLenient -fuzztime=30s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzMatch -fuzztime=30s ./metrics/textrule/
+	$(GO) test -run='^$$' -fuzz=FuzzPyDict -fuzztime=30s ./metrics/textrule/
+	$(GO) test -run='^$$' -fuzz=FuzzDetect -fuzztime=30s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzHParams -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzCSVRow -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzParseSlurmOutput -fuzztime=30s ./engine/executor/slurm/

@@ -1,7 +1,10 @@
 package textrule
 
 import (
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -197,6 +200,16 @@ func FuzzMatch(f *testing.F) {
 		"Epoch 3: 45%|████▌ | 45/100 [00:01<00:02, 30.12it/s, loss=0.123]",
 		"INFO:root:loss=0.5 epoch: 3",
 		"\x1b[31m2024-05-01 12:00:00,1 - x - INFO - a=1\r",
+		"{'loss': 0.6931, 'grad_norm': nan, 'learning_rate': 4.9e-05, 'epoch': 0.01}",
+		"{'step': 3, 'loss': tensor(0.25, device='cuda:0', grad_fn=<AddBackward0>), 'f1': np.float32(0.5)}",
+		"[3]\ttrain-logloss:0.57000\teval-logloss:0.67000",
+		"[3]\ttraining's binary_logloss: 0.57\tvalid_1's auc: 0.91",
+		"Iteration 3, loss = 0.76666667",
+		"Norm: 6.88, NNZs: 4, Bias: -0.355, T: 150, Avg. loss: 0.210",
+		"-------  ------------  -----------",
+		"epoch 001:    100 / 1102 loss=9.932, nll_loss=9.31, num_updates=100",
+		"valid | epoch 001 | valid on 'valid' subset | loss 8.601 | num_updates 1102",
+		"Test net output #0: accuracy = 0.9712",
 	} {
 		f.Add(s)
 	}
@@ -221,5 +234,107 @@ func FuzzMatch(f *testing.F) {
 				}
 			}
 		})
+	})
+}
+
+func TestPyDict(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		in   string
+		want []KV
+		ok   bool
+	}{
+		{`{'loss': 0.6931, 'grad_norm': 1.5, 'learning_rate': 4.9e-05, 'epoch': 0.01}`,
+			[]KV{{"loss", 0.6931}, {"grad_norm", 1.5}, {"learning_rate", 4.9e-05}, {"epoch", 0.01}}, true},
+		{`{"it's": 1, 'a\'b': -2}`, []KV{{"it's", 1}, {"a'b", -2}}, true},
+		{`{'acc': tensor(0.25), 'x': tensor(0.5, device='cuda:0', grad_fn=<AddBackward0>), 'y': tensor([1., 2.])}`,
+			[]KV{{"acc", 0.25}, {"x", 0.5}}, true},
+		{`{'f1': np.float32(0.5), 'n': np.int64(3), 'm': numpy.float64(-1e-3), 'z': array(2.5, dtype=float32)}`,
+			[]KV{{"f1", 0.5}, {"n", 3}, {"m", -1e-3}, {"z", 2.5}}, true},
+		{`{'a': nan, 'b': inf, 'c': -inf, 'd': True, 'e': None, 'f': 'text', 'g': [1, {'h': 2}], 'i': 1_000,}`,
+			[]KV{{"a", nan}, {"b", math.Inf(1)}, {"c", math.Inf(-1)}, {"d", 1}, {"i", 1000}}, true},
+		{`{}`, nil, true},
+		{`{'loss': 0.5} trailing`, nil, false},
+		{`{'loss': 0.5`, nil, false},
+		{`{loss: 0.5}`, nil, false},
+		{`{'a': (1, 2]}`, nil, false},
+		{`{'a': 1.2.3}`, nil, false},
+	} {
+		got, ok := PyDict([]byte(c.in), nil)
+		require.Equal(t, c.ok, ok, c.in)
+		if !ok {
+			continue
+		}
+		require.Len(t, got, len(c.want), c.in)
+		for i := range got {
+			assert.Equal(t, c.want[i].Key, got[i].Key, c.in)
+			if math.IsNaN(c.want[i].Value) {
+				assert.True(t, math.IsNaN(got[i].Value), c.in)
+			} else {
+				assert.Equal(t, c.want[i].Value, got[i].Value, c.in)
+			}
+		}
+	}
+}
+
+func TestLibraryPresets(t *testing.T) {
+	type rec struct {
+		step int64
+		vals string
+	}
+	read := func(preset string, lines ...string) []rec {
+		m, err := Compile(Rule{Preset: preset})
+		require.NoError(t, err)
+		var out []rec
+		for i, l := range lines {
+			r, ok := m.Match([]byte(l), int64(i+1))
+			if !ok {
+				continue
+			}
+			var parts []string
+			for _, kv := range r.Values {
+				parts = append(parts, fmt.Sprintf("%s=%g", kv.Key, kv.Value))
+			}
+			out = append(out, rec{r.Step, strings.Join(parts, " ")})
+		}
+		return out
+	}
+	// Trainer's evaluation and summary share the step of the training log
+	// they follow; the next training log is the next step.
+	assert.Equal(t, []rec{{0, "loss=0.7 epoch=0.5"}, {0, "eval_loss=0.6 epoch=0.5"}, {1, "loss=0.5 epoch=1"}, {1, "train_loss=0.6 epoch=1"}},
+		read("hf-trainer", "{'loss': 0.7, 'epoch': 0.5}", "{'eval_loss': 0.6, 'epoch': 0.5}", "{'loss': 0.5, 'epoch': 1.0}",
+			"{'train_loss': 0.6, 'epoch': 1.0}", "{'config': 1}"))
+	assert.Equal(t, []rec{{4, "loss=0.5"}, {0, "lr=0.1"}}, read("python", "{'step': 4, 'loss': 0.5}", "{'lr': 0.1}"))
+	assert.Equal(t, []rec{{3, "train-rmse=0.35 train-rmse-std=0.01 test-rmse=0.37 test-rmse-std=0.02"}, {7, "learn=0.5731 test=0.671 best=0.671"}},
+		read("gbdt", "[3]\ttrain-rmse:0.35+0.01\ttest-rmse:0.37+0.02", "7:\tlearn: 0.5731\ttest: 0.6710\tbest: 0.6710 (3)\ttotal: 5ms\tremaining: 1s", "[LightGBM] [Info] x"))
+	// Lines come with their leading spaces stripped; an empty cell is empty.
+	assert.Equal(t, []rec{{1, "train_loss=0.7"}, {2, "train_loss=0.6"}},
+		read("skorch", "epoch    cp    train_loss", "-------  ----  ------------", "1     +        0.7000", "2              0.6000"))
+	assert.Equal(t, []rec{{100, "loss=9.9"}, {300, "valid/loss=8.6"}, {300, "train/loss=9.3"}},
+		read("fairseq", "train_inner | epoch 001:    100 / 300 loss=9.9, num_updates=100",
+			"valid | epoch 001 | valid on 'valid' subset | loss 8.6 | num_updates 300", "train | epoch 001 | loss 9.3 | num_updates 300"))
+}
+
+// FuzzPyDict: any input is read without a panic, and a dict written as
+// Python's repr writes one is read back exactly.
+func FuzzPyDict(f *testing.F) {
+	f.Add("{'loss': tensor(0.25, device='cuda:0'), 'x': [1, (2, {'y': 'z'})]}", "loss", 0.25)
+	f.Add("{'a': np.float32(nan)}", "it's", -1e-300)
+	f.Fuzz(func(t *testing.T, line, key string, v float64) {
+		if got, ok := PyDict([]byte(line), nil); ok {
+			for _, kv := range got {
+				if !strings.Contains(line, kv.Key) && !strings.ContainsAny(kv.Key, "'\"\\") {
+					t.Fatalf("key %q is not in %q", kv.Key, line)
+				}
+			}
+		}
+		if strings.ContainsAny(key, "\\\n\r'\"") || math.IsNaN(v) || math.IsInf(v, 0) {
+			return
+		}
+		repr := fmt.Sprintf("{'%s': %s, 'other': 'x'}", key, strconv.FormatFloat(v, 'g', -1, 64))
+		got, ok := PyDict([]byte(repr), nil)
+		if !ok || len(got) != 1 || got[0].Key != key || got[0].Value != v {
+			t.Fatalf("%s read as %v, %v", repr, got, ok)
+		}
 	})
 }

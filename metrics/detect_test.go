@@ -1,0 +1,125 @@
+package metrics
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"niuma/metrics/textrule"
+	"niuma/storage"
+)
+
+func detecting() *Ingestor {
+	in := NewIngestor(nil, "r1", "train", 1, nil)
+	in.SetSource("stdout", 0)
+	in.SetDetect()
+	return in
+}
+
+func feed(in *Ingestor, lines ...string) []string {
+	var out []string
+	for i, l := range lines {
+		pts, _ := in.LineAt([]byte(l), int64(i+1), time.Now())
+		out = append(out, keysAndSteps(pts)...)
+	}
+	return out
+}
+
+// JSON lines, the stage contract, are stored as they come while nothing
+// is held: detection costs them nothing.
+func TestDetectLeavesJSONLinesLive(t *testing.T) {
+	in := detecting()
+	pts, ok := in.LineAt([]byte(`{"step": 1, "loss": 0.5}`), 10, time.Now())
+	require.True(t, ok)
+	assert.Equal(t, []string{"loss@1"}, keysAndSteps(pts))
+	assert.Equal(t, []string{"loss@2"}, feed(in, "starting", `{"step": 2, "loss": 0.4}`))
+}
+
+// A library's line is evidence enough: it is read at once, and the
+// stream's state names the preset.
+func TestDetectSettlesOnALibraryLine(t *testing.T) {
+	in := detecting()
+	assert.Equal(t, []string{"train-logloss@0", "eval-logloss@0"}, feed(in, "[0]\ttrain-logloss:0.5\teval-logloss:0.6"))
+	presets, settled := Detected(in.state())
+	assert.True(t, settled)
+	assert.Equal(t, []string{"gbdt"}, presets)
+}
+
+// A generic format waits for its evidence: the held lines are stored
+// once it comes, in order, at their own steps; without it nothing is.
+func TestDetectHoldsGenericLinesUntilTheyRepeat(t *testing.T) {
+	in := detecting()
+	assert.Empty(t, feed(in, "step=1 loss=0.5", `{"step": 9, "acc": 1}`, "step=2 loss=0.4"))
+	got := feed(in, "step=3 loss=0.3")
+	assert.Equal(t, []string{"loss@1", "acc@9", "loss@2", "loss@3"}, got)
+	presets, _ := Detected(in.state())
+	assert.Equal(t, []string{"key-value"}, presets)
+
+	in = detecting()
+	assert.Empty(t, feed(in, "Config: lr: 0.1, batch_size: 32", "epoch 1 done", "best: 0.5"))
+	assert.Empty(t, in.End(), "a config line and a stray pair are no format")
+	_, settled := Detected(in.state())
+	assert.True(t, settled)
+}
+
+// Held lines are stored when the stream ends, with the evidence there is.
+func TestDetectEndStoresHeldLines(t *testing.T) {
+	in := detecting()
+	assert.Empty(t, feed(in, "{'step': 0, 'loss': 0.5}"), "one dict is not yet a format")
+	assert.Empty(t, in.End())
+	in = detecting()
+	assert.Empty(t, feed(in, "{'step': 0, 'loss': 0.5}"))
+	assert.Equal(t, []string{"loss@0", "loss@1"}, append(feed(in, "{'step': 1, 'loss': 0.4}"), keysAndSteps(in.End())...))
+}
+
+// After a restart the stream reads on with the preset found before: its
+// steps go on from the stored state.
+func TestDetectStateSurvivesARestart(t *testing.T) {
+	in := detecting()
+	feed(in, "{'loss': 0.7, 'epoch': 0.5}")
+	state := in.state()
+	again := detecting()
+	again.Restore(state)
+	assert.Equal(t, []string{"loss@1", "epoch@1"}, feed(again, "{'loss': 0.6, 'epoch': 1.0}"))
+}
+
+// A template's rules win: the stream is read by them alone.
+func TestDetectIsOffWithRules(t *testing.T) {
+	r := newCollectRig(t)
+	r.sources.Rules = []textrule.Rule{{Preset: "keras"}}
+	require.NoError(t, os.WriteFile(r.stdout, []byte("{'loss': 0.7, 'epoch': 0.5}\n[0]\ttrain-logloss:0.5\n"), 0o644))
+	require.NoError(t, os.WriteFile(r.stderr, nil, 0o644))
+	r.collect()
+	assert.Equal(t, 0, r.count())
+	require.Len(t, r.notes, 1)
+	assert.Contains(t, r.notes[0], "metrics_unmatched: metrics preset keras matched nothing")
+}
+
+// FuzzDetect: any output is read without a panic, and every point has a
+// step of the stage contract.
+func FuzzDetect(f *testing.F) {
+	f.Add("{'loss': 0.6931, 'epoch': 0.01}\n[3]\ttrain-logloss:0.57\nstep=1 loss=2\n")
+	f.Add("  epoch    train_loss\n-------  ------------\n      1        0.6905\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		in := detecting()
+		check := func(pts []storage.MetricPoint) {
+			for _, p := range pts {
+				if p.Step < 0 || p.Key == "" {
+					t.Fatalf("bad point %+v", p)
+				}
+			}
+		}
+		start := 0
+		for i := 0; i <= len(out); i++ {
+			if i == len(out) || out[i] == '\n' {
+				pts, _ := in.LineAt([]byte(out[start:i]), int64(i), time.Now())
+				check(pts)
+				start = i + 1
+			}
+		}
+		check(in.End())
+	})
+}

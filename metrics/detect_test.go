@@ -123,3 +123,33 @@ func FuzzDetect(f *testing.F) {
 		check(in.End())
 	})
 }
+
+// BenchmarkDetect is what detection costs a line of a stage with no
+// metrics: section: plain log lines that no preset reads (detection
+// stays open the whole run), the lines of a library once it settled, and
+// the same plain lines without detection (a stage with rules) to compare.
+func BenchmarkDetect(b *testing.B) {
+	plain := [][]byte{
+		[]byte("2026-12-04 18:10:00,123 - data - INFO - loaded shard 17 of 64 from /data/shards/17.parquet"),
+		[]byte("Saving checkpoint to ckpt/epoch_3.pt"),
+		[]byte("  warnings.warn(f'the default value of antialias will change', UserWarning)"),
+		[]byte("epoch 3 done in 12.3s"),
+	}
+	lib := [][]byte{[]byte("{'loss': 0.6931, 'grad_norm': 1.5, 'learning_rate': 4.9e-05, 'epoch': 0.01}")}
+	run := func(b *testing.B, lines [][]byte, detect bool) {
+		in := NewIngestor(nil, "r1", "train", 1, nil)
+		in.SetSource("stdout", 0)
+		if detect {
+			in.SetDetect()
+		}
+		now := time.Now()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			in.LineAt(lines[i%len(lines)], int64(i), now)
+		}
+	}
+	b.Run("plain/detect", func(b *testing.B) { run(b, plain, true) })
+	b.Run("plain/none", func(b *testing.B) { run(b, plain, false) })
+	b.Run("hf-trainer/settled", func(b *testing.B) { run(b, lib, true) })
+}

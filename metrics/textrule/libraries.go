@@ -105,6 +105,9 @@ func (m *Matcher) hfTrainer(seg []byte, _ int64) (Record, bool) {
 // valid_1-auc; CatBoost's learn, test, best); a "+std" becomes a second
 // value, KEY-std.
 func (m *Matcher) gbdt(seg []byte, _ int64) (Record, bool) {
+	if len(seg) == 0 || !(seg[0] == '[' || isDigit(seg[0])) || bytes.IndexByte(seg, '\t') < 0 {
+		return Record{}, false // what gbdtRe needs, without it
+	}
 	mm := gbdtRe.FindSubmatch(seg)
 	if mm == nil {
 		return Record{}, false
@@ -333,6 +336,9 @@ var (
 // training summary train/NAME, as fairseq's TensorBoard logs name them;
 // the inner lines' keep fairseq's names.
 func (m *Matcher) fairseq(seg []byte, _ int64) (Record, bool) {
+	if !bytes.Contains(seg, []byte("epoch ")) {
+		return Record{}, false
+	}
 	seg = bytes.TrimPrefix(seg, []byte("| "))
 	tag := ""
 	if t, rest, ok := bytes.Cut(seg, []byte(" | ")); ok && fairseqTagRe.Match(t) {
@@ -414,6 +420,9 @@ var (
 // keep their names, the nets' outputs are train_NAME and test_NAME.
 func (m *Matcher) caffe(seg []byte, _ int64) (Record, bool) {
 	seg = bytes.TrimSpace(seg)
+	if !bytes.HasPrefix(seg, []byte("Iteration ")) && !bytes.HasPrefix(seg, []byte("Train net output")) && !bytes.HasPrefix(seg, []byte("Test net output")) {
+		return Record{}, false
+	}
 	if mm := caffeIterRe.FindSubmatch(seg); mm != nil {
 		step, ok := parseStep(mm[1])
 		if !ok {

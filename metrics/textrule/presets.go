@@ -13,6 +13,9 @@ import (
 // step is the first of StepNames among the keys (matched in any case), else
 // a counter.
 func (m *Matcher) keyValue(seg []byte, _ int64) (Record, bool) {
+	if !hasPair(seg) { // what kvRe needs, found without it (most log lines)
+		return Record{}, false
+	}
 	rec := Record{}
 	best := len(StepNames)
 	for _, loc := range kvRe.FindAllSubmatchIndex(seg, -1) {
@@ -48,6 +51,24 @@ func (m *Matcher) keyValue(seg []byte, _ int64) (Record, bool) {
 }
 
 var kvRe = regexp.MustCompile(`(?:^|[\s,;|(\[{])([A-Za-z_][A-Za-z0-9_./-]*)\s*(?:=|:)\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|(?i:[-+]?(?:nan|inf(?:inity)?)))`)
+
+// hasPair reports whether seg has an '=' or ':' followed (after spaces)
+// by what may start a number: a line without one has no pair.
+func hasPair(seg []byte) bool {
+	for i, c := range seg {
+		if c != '=' && c != ':' {
+			continue
+		}
+		j := i + 1
+		for j < len(seg) && (seg[j] == ' ' || seg[j] == '\t' || seg[j] == '\v' || seg[j] == '\f' || seg[j] == '\r' || seg[j] == '\n') {
+			j++
+		}
+		if j < len(seg) && strings.IndexByte("-+0123456789.nNiI", seg[j]) >= 0 {
+			return true
+		}
+	}
+	return false
+}
 
 func isValueEnd(c byte) bool {
 	switch c {
@@ -191,6 +212,11 @@ var (
 // step is the bar's count, plus epoch·total when the description names an
 // epoch ("Epoch 3").
 func (m *Matcher) tqdm(seg []byte, _ int64) (Record, bool) {
+	// What tqdmRe needs, found without it: a bracket at the end, a rate.
+	if t := bytes.TrimRight(seg, " \t\v\f\r\n"); len(t) == 0 || t[len(t)-1] != ']' ||
+		!(bytes.Contains(t, []byte("it/s")) || bytes.Contains(t, []byte("s/it")) || bytes.IndexByte(t, '?') >= 0) {
+		return Record{}, false
+	}
 	mm := tqdmRe.FindSubmatch(seg)
 	if mm == nil {
 		return Record{}, false

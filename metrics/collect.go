@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"niuma/metrics/pathglob"
@@ -108,6 +110,23 @@ type Collector struct {
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
 	watches []*RuleWatch
+	// The output streams' followers, stopped (and drained) before the
+	// files' are, and how many have read to their end once.
+	streamStops []func()
+	streamsWG   sync.WaitGroup
+	streams     int32
+	caughtUp    atomic.Int32
+	// trainerPrints: a stream is read as hf-trainer, so trainer_state.json,
+	// the same values at the global step, is not read as well.
+	trainerPrints atomic.Bool
+}
+
+// skipTrainerState says whether trainer_state.json is to wait or be left
+// unread: until stdout and stderr have been read to their end once, it is
+// not known whether the Trainer's dicts are in them; once they are, the
+// file holds the same values.
+func (c *Collector) skipTrainerState() bool {
+	return c.caughtUp.Load() < c.streams || c.trainerPrints.Load()
 }
 
 // Start loads the attempt's cursors and starts following. The sources are
@@ -209,20 +228,28 @@ func (c *Collector) Start(ctx context.Context) error {
 		}
 		if withRules && len(rules) == 0 {
 			// No rules: the stream's format is found from its lines.
-			in.SetDetect()
+			in.SetDetect(func(presets []string) {
+				if slices.Contains(presets, "hf-trainer") {
+					c.trainerPrints.Store(true)
+				}
+			})
 		}
 		in.SetSource(name, line)
 		in.Restore(cur.State)
+		var caught sync.Once
+		caughtUp := func() { caught.Do(func() { c.caughtUp.Add(1) }) }
 		f := &Follower{Path: path, From: cur.Offset, Logger: log, OnLine: func(l []byte, end int64) {
 			pts, _ := in.LineAt(l, end, time.Now())
 			if len(pts) > 0 && c.OnPoints != nil {
 				c.OnPoints(pts)
 			}
-		}}
-		c.stops = append(c.stops, f.Stop)
-		c.wg.Add(1)
+		}, OnEnd: caughtUp}
+		c.streamStops = append(c.streamStops, f.Stop)
+		c.streams++
+		c.streamsWG.Add(1)
 		go func() {
-			defer c.wg.Done()
+			defer c.streamsWG.Done()
+			defer caughtUp()
 			if err := f.Run(fctx); err != nil && fctx.Err() == nil {
 				log.Warn("follow stage output", "file", path, "err", err)
 			}
@@ -253,7 +280,8 @@ func (c *Collector) Start(ctx context.Context) error {
 	csvF := &CSVFollower{Locations: csvLocs, RunDir: c.RunDir, RunID: c.RunID, Stage: c.Stage, Attempt: c.Attempt,
 		Writer: c.Writer, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints, Keys: keys}
 	jsonF := &JSONFollower{Lines: jsonLocs, States: stateLocs, RunDir: c.RunDir, RunID: c.RunID, Stage: c.Stage, Attempt: c.Attempt,
-		Writer: c.Writer, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints, Keys: keys}
+		Writer: c.Writer, Cursors: cursors, Since: c.Since, Logger: log, OnPoints: c.OnPoints, Keys: keys,
+		SkipStates: c.skipTrainerState}
 	c.stops = append(c.stops, tb.Stop, csvF.Stop, jsonF.Stop)
 	c.wg.Add(3)
 	go func() {
@@ -282,12 +310,11 @@ func (c *Collector) Start(ctx context.Context) error {
 // fails and its queue is full: the points wait, nothing is dropped. Then
 // call Stored.
 func (c *Collector) Stop() {
-	var wg sync.WaitGroup
-	for _, stop := range c.stops {
-		wg.Add(1)
-		go func() { defer wg.Done(); stop() }()
-	}
-	wg.Wait()
+	// The output streams first: what they hold decides whether
+	// trainer_state.json is read.
+	stopAll(c.streamStops)
+	c.streamsWG.Wait()
+	stopAll(c.stops)
 	c.wg.Wait()
 	if c.cancel != nil {
 		c.cancel()
@@ -297,12 +324,23 @@ func (c *Collector) Stop() {
 	}
 }
 
+// stopAll calls the stops at once and waits for them all.
+func stopAll(stops []func()) {
+	var wg sync.WaitGroup
+	for _, stop := range stops {
+		wg.Add(1)
+		go func() { defer wg.Done(); stop() }()
+	}
+	wg.Wait()
+}
+
 // Abandon stops following without draining (this process stops owning the
 // attempt; the next owner reads on from the stored cursors).
 func (c *Collector) Abandon() {
 	if c.cancel != nil {
 		c.cancel()
 	}
+	c.streamsWG.Wait()
 	c.wg.Wait()
 }
 

@@ -31,6 +31,8 @@ type detector struct {
 	// the segments so far
 	recs []heldRecord
 	segs int
+
+	settled func(presets []string)
 }
 
 type candidate struct {
@@ -128,9 +130,12 @@ func (d *detector) adds(i int, kept []int) bool {
 }
 
 // SetDetect makes the Ingestor find the stream's text format itself (the
-// stage names no rules): see detector.
-func (in *Ingestor) SetDetect() {
+// stage names no rules): see detector. settled, if not nil, is told the
+// presets found when detection settles (also when a stored state says it
+// had).
+func (in *Ingestor) SetDetect(settled func(presets []string)) {
 	in.det = newDetector()
+	in.det.settled = settled
 	in.rules, in.watches = nil, nil
 }
 
@@ -202,6 +207,9 @@ func (in *Ingestor) restoreDetect(s string) {
 		}
 		in.rules = append(in.rules, m)
 	}
+	if in.det.settled != nil {
+		in.det.settled(st.Presets)
+	}
 }
 
 // hold ends a line while detection is open: a line some candidate read,
@@ -259,6 +267,13 @@ func (in *Ingestor) settle(chosen []int) {
 		in.keys.endRecord()
 	}
 	d.cands, d.pending = nil, nil
+	if d.settled != nil {
+		var names []string
+		for _, m := range in.rules {
+			names = append(names, m.Rule.Preset)
+		}
+		d.settled(names)
+	}
 }
 
 // End is called when the stream has ended: detection still open settles

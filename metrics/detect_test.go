@@ -15,7 +15,7 @@ import (
 func detecting() *Ingestor {
 	in := NewIngestor(nil, "r1", "train", 1, nil)
 	in.SetSource("stdout", 0)
-	in.SetDetect()
+	in.SetDetect(nil)
 	return in
 }
 
@@ -140,7 +140,7 @@ func BenchmarkDetect(b *testing.B) {
 		in := NewIngestor(nil, "r1", "train", 1, nil)
 		in.SetSource("stdout", 0)
 		if detect {
-			in.SetDetect()
+			in.SetDetect(nil)
 		}
 		now := time.Now()
 		b.ReportAllocs()
@@ -152,4 +152,23 @@ func BenchmarkDetect(b *testing.B) {
 	b.Run("plain/detect", func(b *testing.B) { run(b, plain, true) })
 	b.Run("plain/none", func(b *testing.B) { run(b, plain, false) })
 	b.Run("hf-trainer/settled", func(b *testing.B) { run(b, lib, true) })
+}
+
+// A Trainer that prints its dicts and saves checkpoints is read once:
+// from its output, not again from trainer_state.json at other steps.
+func TestTrainerReadOnceFromItsOutput(t *testing.T) {
+	r := newCollectRig(t)
+	out, err := os.ReadFile("testdata/formats/hf_trainer/stdout")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(r.stdout, out, 0o644))
+	require.NoError(t, os.WriteFile(r.stderr, nil, 0o644))
+	copyTree(t, "testdata/formats/hf_trainer_state/files", r.runDir)
+	r.collect()
+	loss := r.series("loss")
+	assert.Equal(t, []int64{0, 1, 2, 3}, steps(loss))
+	sums, err := r.db.MetricSummaries(t.Context(), "run1")
+	require.NoError(t, err)
+	for _, s := range sums {
+		assert.Equal(t, "log", s.StepSource, s.Key)
+	}
 }

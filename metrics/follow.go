@@ -44,6 +44,9 @@ type Follower struct {
 	// bytes delivered). line is valid only during the call. OnLine runs on
 	// Run's goroutine and must not call Stop.
 	OnLine func(line []byte, end int64)
+	// OnEnd, if not nil, is called on Run's goroutine each time the file
+	// has been read to its end (or found not to exist yet).
+	OnEnd  func()
 	Logger *slog.Logger // default slog.Default()
 
 	lifecycle
@@ -108,6 +111,9 @@ func (f *Follower) Run(ctx context.Context) (err error) {
 				if stopping {
 					return nil // nothing was ever written
 				}
+				if f.OnEnd != nil {
+					f.OnEnd()
+				}
 			default:
 				return fmt.Errorf("follow %s: %w", f.Path, err)
 			}
@@ -126,6 +132,9 @@ func (f *Follower) Run(ctx context.Context) (err error) {
 			if stopping {
 				r.finish()
 				return nil
+			}
+			if f.OnEnd != nil {
+				f.OnEnd()
 			}
 			// A file smaller than the position once reached was truncated or
 			// replaced. (Until the file has reached From, it may still be

@@ -46,6 +46,9 @@ type JSONFollower struct {
 	OnPoints     func(pts []storage.MetricPoint)
 	Keys         *KeyLimit
 	Logger       *slog.Logger
+	// SkipStates, if not nil, says when trainer_state.json is not to be
+	// read: the Trainer's printed dicts are read from its output instead.
+	SkipStates func() bool
 
 	lines  map[string]*Ingestor
 	offs   map[string]int64
@@ -92,6 +95,9 @@ func (f *JSONFollower) scan() error {
 		if err := f.readLines(p); err != nil {
 			return err
 		}
+	}
+	if f.SkipStates != nil && f.SkipStates() {
+		return nil
 	}
 	states, err := findFiles(f.States, f.Since, func(p string) bool {
 		_, ok := f.Cursors[f.source("trainer_state", outputDir(p))]

@@ -17,13 +17,24 @@
 // steady state, checked against encoding/json by FuzzParseLine and
 // FuzzParseLenient. Malformed lines are log text, never an error.
 //
+// A stage whose template names no rules has its format found (detect.go):
+// every preset of textrule.Detect reads each line, and from the first line
+// one reads, the stream's points are held until a preset has its evidence;
+// then they are stored, and the presets found read the rest of the stream.
+// The presets found are kept in the state stored with the stream's cursor,
+// so a restart reads on with them and the engine can say how the stage's
+// metrics were read (Format). A plain log stores nothing.
+//
 // TensorBoard files are read where tools write them (tb/, runs/,
 // lightning_logs/, template globs; pathglob names the key prefixes):
 // EventFileReader reads the TFRecord framing (length and data, each with a
 // masked CRC-32C) and EventDecoder the Event/Summary protobuf fields by
 // hand with protowire, so no TensorFlow is needed; HParams reads the
-// hparams plugin's session data. CSVFollower reads Lightning's metrics.csv
-// and other CSV logs.
+// hparams plugin's session data. CSVFollower reads Lightning's metrics.csv,
+// Ultralytics' results.csv, timm's summary.csv and other CSV logs;
+// JSONFollower the JSON lines of mmengine (scalars.json) and detectron2
+// (metrics.json), and the log_history of Hugging Face's trainer_state.json
+// (unless the Trainer's printed dicts were read from its output).
 //
 // A stage attempt may report at most DefaultMaxKeys distinct keys, across
 // all of its sources (KeyLimit): the first keys keep flowing, points of

@@ -90,6 +90,9 @@ func isValueEnd(c byte) bool {
 // for a batch line, epoch·batches at the end of an epoch, the last step
 // for a line with neither (the final test line).
 func (m *Matcher) pytorchExamples(seg []byte, _ int64) (Record, bool) {
+	if bytes.HasPrefix(seg, []byte("Train Epoch: ")) || bytes.HasPrefix(seg, []byte("Test set: ")) {
+		return m.pytorchMNIST(seg)
+	}
 	if len(seg) == 0 || seg[0] != '|' {
 		return Record{}, false
 	}
@@ -148,6 +151,48 @@ func (m *Matcher) pytorchExamples(seg []byte, _ int64) (Record, bool) {
 	m.st.Epoch = max(m.st.Epoch, epoch)
 	return rec, true
 }
+
+// pytorchMNIST reads the lines of pytorch/examples' mnist (and the
+// examples written after it):
+//
+//	Train Epoch: 1 [640/60000 (1%)]	Loss: 0.512345
+//	Test set: Average loss: 0.0452, Accuracy: 9850/10000 (98%)
+//
+// The step counts samples over the whole run: (epoch-1)·total + samples
+// for a training line, epoch·total for the test after it; the test's
+// accuracy is the fraction correct (test_loss, test_accuracy).
+func (m *Matcher) pytorchMNIST(seg []byte) (Record, bool) {
+	if mm := mnistTrainRe.FindSubmatch(seg); mm != nil {
+		epoch, _ := parseStep(mm[1])
+		done, _ := parseStep(mm[2])
+		total, _ := parseStep(mm[3])
+		v, ok := ParseNumber(mm[4])
+		if !ok || epoch < 1 || total <= 0 {
+			return Record{}, false
+		}
+		m.st.Epoch, m.st.Total = epoch, total
+		m.vals = append(m.vals, KV{"loss", v})
+		return Record{Step: (epoch-1)*total + done, StepSource: "epoch/sample", Values: m.vals}, true
+	}
+	mm := mnistTestRe.FindSubmatch(seg)
+	if mm == nil {
+		return Record{}, false
+	}
+	if v, ok := ParseNumber(mm[1]); ok {
+		m.vals = append(m.vals, KV{"test_loss", v})
+	}
+	correct, ok1 := ParseNumber(mm[2])
+	n, ok2 := ParseNumber(mm[3])
+	if ok1 && ok2 && n > 0 {
+		m.vals = append(m.vals, KV{"test_accuracy", correct / n})
+	}
+	return Record{Step: m.st.Epoch * m.st.Total, StepSource: "epoch/sample", Values: m.vals}, len(m.vals) > 0
+}
+
+var (
+	mnistTrainRe = regexp.MustCompile(`^Train Epoch: ([0-9]+) \[([0-9]+)/([0-9]+) \([0-9.]+%\)\]\s+Loss: ([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf)$`)
+	mnistTestRe  = regexp.MustCompile(`^Test set: Average loss: ([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?|nan|inf), Accuracy: ([0-9]+)/([0-9]+) \([0-9.]+%\)$`)
+)
 
 var (
 	batchesRe = regexp.MustCompile(`^([0-9]+)\s*/\s*([0-9]+)\s+batch(?:es)?$`)

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"math"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -171,4 +173,21 @@ func TestTrainerReadOnceFromItsOutput(t *testing.T) {
 	for _, s := range sums {
 		assert.Equal(t, "log", s.StepSource, s.Key)
 	}
+}
+
+// Python's json.dump writes a NaN loss as NaN, which is not JSON: the
+// Trainer's state is still read, the NaN kept.
+func TestTrainerStateWithNaN(t *testing.T) {
+	r := newCollectRig(t)
+	dir := filepath.Join(r.runDir, "out", "checkpoint-2")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trainer_state.json"), []byte(`{"global_step": 2, "note": "NaN in a string",
+  "log_history": [{"epoch": 0.5, "grad_norm": NaN, "loss": 0.69, "step": 1},
+                  {"epoch": 1.0, "grad_norm": Infinity, "loss": -Infinity, "step": 2}]}`), 0o644))
+	r.collect()
+	norm := r.series("grad_norm")
+	require.Len(t, norm, 2)
+	assert.True(t, math.IsNaN(norm[0].Value))
+	assert.True(t, math.IsInf(norm[1].Value, 1))
+	assert.Equal(t, []int64{1, 2}, steps(r.series("loss")))
 }

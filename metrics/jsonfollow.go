@@ -187,7 +187,7 @@ func (f *JSONFollower) readState(dir, path string) {
 	var state struct {
 		LogHistory []map[string]json.RawMessage `json:"log_history"`
 	}
-	if json.Unmarshal(b, &state) != nil || len(state.LogHistory) <= done {
+	if json.Unmarshal(quotePythonNumbers(b), &state) != nil || len(state.LogHistory) <= done {
 		return
 	}
 	gate := keyGate{limit: f.Keys}
@@ -207,8 +207,8 @@ func (f *JSONFollower) readState(dir, path string) {
 			if k == "step" {
 				continue
 			}
-			var v float64
-			if json.Unmarshal(entry[k], &v) != nil || !gate.admit(k) {
+			v, ok := jsonNumber(entry[k])
+			if !ok || !gate.admit(k) {
 				continue
 			}
 			pts = append(pts, storage.MetricPoint{RunID: f.RunID, Stage: f.Stage, Attempt: f.Attempt,
@@ -225,6 +225,62 @@ func (f *JSONFollower) readState(dir, path string) {
 	if len(pts) > 0 && f.OnPoints != nil {
 		f.OnPoints(pts)
 	}
+}
+
+// quotePythonNumbers turns the NaN, Infinity and -Infinity that Python's
+// json.dump writes for such floats (a NaN loss, an overflowing grad_norm)
+// into strings, so that the file is JSON; jsonNumber reads them back.
+func quotePythonNumbers(b []byte) []byte {
+	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			out = append(out, c)
+			if c == '\\' && i+1 < len(b) {
+				i++
+				out = append(out, b[i])
+			} else if c == '"' {
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case bytes.HasPrefix(b[i:], []byte("NaN")):
+			out, i = append(out, `"NaN"`...), i+2
+			continue
+		case bytes.HasPrefix(b[i:], []byte("-Infinity")):
+			out, i = append(out, `"-Infinity"`...), i+8
+			continue
+		case bytes.HasPrefix(b[i:], []byte("Infinity")):
+			out, i = append(out, `"Infinity"`...), i+7
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// jsonNumber reads a log_history value: a number, or one of Python's
+// non-finite spellings quotePythonNumbers quoted.
+func jsonNumber(raw json.RawMessage) (float64, bool) {
+	var v float64
+	if json.Unmarshal(raw, &v) == nil {
+		return v, true
+	}
+	switch string(raw) {
+	case `"NaN"`:
+		return math.NaN(), true
+	case `"Infinity"`:
+		return math.Inf(1), true
+	case `"-Infinity"`:
+		return math.Inf(-1), true
+	}
+	return 0, false
 }
 
 // jsonStep reads a log_history entry's step.

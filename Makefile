@@ -84,6 +84,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzMatch -fuzztime=30s ./metrics/textrule/
 	$(GO) test -run='^$$' -fuzz=FuzzPyDict -fuzztime=30s ./metrics/textrule/
 	$(GO) test -run='^$$' -fuzz=FuzzDetect -fuzztime=30s ./metrics/
+	$(GO) test -run='^$$' -fuzz=FuzzTrainerState -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzHParams -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzCSVRow -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzParseSlurmOutput -fuzztime=30s ./engine/executor/slurm/

@@ -1,9 +1,11 @@
 package metrics
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,4 +192,22 @@ func TestTrainerStateWithNaN(t *testing.T) {
 	assert.True(t, math.IsNaN(norm[0].Value))
 	assert.True(t, math.IsInf(norm[1].Value, 1))
 	assert.Equal(t, []int64{1, 2}, steps(r.series("loss")))
+}
+
+// FuzzTrainerState: quotePythonNumbers never breaks JSON that was valid
+// (it only quotes what is outside strings), and what Python writes for
+// non-finite floats becomes valid JSON.
+func FuzzTrainerState(f *testing.F) {
+	f.Add(`{"log_history": [{"loss": NaN, "step": 1, "s": "NaN \" Infinity"}, {"x": -Infinity}]}`)
+	f.Add(`{"a": "\\", "b": Infinity}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		out := quotePythonNumbers([]byte(in))
+		if json.Valid([]byte(in)) && !json.Valid(out) {
+			t.Fatalf("valid %q became invalid %q", in, out)
+		}
+		py := strings.NewReplacer("NaN", "null", "-Infinity", "null", "Infinity", "null").Replace(in)
+		if json.Valid([]byte(py)) && !strings.ContainsAny(in, `"\`) && !json.Valid(out) {
+			t.Fatalf("%q (valid with its non-finite numbers) is still invalid: %q", in, out)
+		}
+	})
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // DetectWindow is how many lines detection waits, after the first line a
-// preset read, for the evidence it needs (textrule.Detect); then it
-// settles on no preset.
+// preset read, for the evidence it needs (textrule.Detect); then the held
+// matches are dropped (the JSON points among them stored) and it looks on
+// afresh.
 const DetectWindow = 1000
 
 // detector finds the text format of a stream whose stage names none: every
@@ -227,11 +228,31 @@ func (in *Ingestor) hold(end int64) bool {
 	d.recs = nil
 	in.pts = in.pts[:0]
 	chosen := d.ready()
-	if len(chosen) == 0 && in.line-d.first < DetectWindow {
+	switch {
+	case len(chosen) > 0:
+		in.settle(chosen)
+	case in.line-d.first >= DetectWindow:
+		in.release()
+	default:
 		return false
 	}
-	in.settle(chosen)
 	return true
+}
+
+// release ends a window without evidence: the held lines' JSON points go
+// to in.pts, their text records (matches that never came back) are
+// dropped, and detection looks on from the next line, afresh.
+func (in *Ingestor) release() {
+	d := in.det
+	in.pts = in.pts[:0]
+	for _, l := range d.pending {
+		in.pts = append(in.pts, l.pts...)
+	}
+	d.pending = nil
+	for i := range d.cands {
+		clear(d.cands[i].seen)
+		d.cands[i].best = 0
+	}
 }
 
 // settle ends detection with the chosen candidates as the stream's rules

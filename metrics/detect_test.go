@@ -69,6 +69,21 @@ func TestDetectHoldsGenericLinesUntilTheyRepeat(t *testing.T) {
 	assert.True(t, settled)
 }
 
+// A window without evidence drops its matches, stores its JSON points and
+// looks on: a format that starts later is still found.
+func TestDetectLooksOnAfterAWindowWithoutEvidence(t *testing.T) {
+	in := detecting()
+	lines := []string{"Config: lr: 0.1, batch_size: 32", `{"step": 1, "acc": 0.5}`}
+	for range DetectWindow {
+		lines = append(lines, "preprocessing a shard")
+	}
+	got := feed(in, lines...)
+	assert.Equal(t, []string{"acc@1"}, got, "the JSON point, once the window closed; not the config line")
+	_, settled := Detected(in.state())
+	assert.False(t, settled)
+	assert.Equal(t, []string{"train-auc@0"}, feed(in, "[0]\ttrain-auc:0.5"))
+}
+
 // Held lines are stored when the stream ends, with the evidence there is.
 func TestDetectEndStoresHeldLines(t *testing.T) {
 	in := detecting()

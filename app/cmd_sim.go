@@ -3,9 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"niuma/shepherd"
 	"niuma/shepherd/sim"
@@ -27,6 +30,9 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 	seed := fs.Uint64("seed", 1, "seed for the memory needs and priorities the trace lacks")
 	startDay := fs.Float64("start-day", 0, "replay only jobs from this day of the trace on (philly)")
 	days := fs.Float64("days", 0, "replay only this many days from --start-day (philly; 0 = to the end)")
+	teamsCol := fs.String("teams", "", "share the machine among teams: the trace column that names each job's team (philly: cluster, the virtual cluster; pai: qos or gpu_spec)")
+	shares := fs.String("shares", "proportional", "with --teams: each team's share of the GPUs, even or proportional (to its GPU-time in the replayed jobs)")
+	halfLife := fs.Duration("half-life", 7*24*time.Hour, "with --teams: the half-life of the usage that orders borrowing teams (fair share)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -58,11 +64,23 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 	if cfg.Estimates, err = sim.ParseEstimates(*estimates); err != nil {
 		return exitError{code: 2, msg: "--estimates: " + err.Error()}
 	}
+	if !slices.Contains(sim.ShareModes, *shares) {
+		return exitError{code: 2, msg: fmt.Sprintf("--shares %q: use even or proportional", *shares)}
+	}
 	f, err := os.Open(*trace)
 	if err != nil {
 		return fmt.Errorf("open the trace: %w (download it or point --trace at ../shared/data/traces)", err)
 	}
 	defer f.Close()
+	var teamOf []string
+	if *teamsCol != "" {
+		if teamOf, err = sim.ReadColumn(f, *teamsCol); err != nil {
+			return exitError{code: 2, msg: "--teams: " + err.Error()}
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+	}
 	maxGPUs := cfg.GPUs
 	if *format == "pai" {
 		target := sim.Workstation(cfg.GPUs, cfg.GPUMiB, cfg.GroupSize)
@@ -86,6 +104,18 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 		pods, err := sim.LoadPAI(f, maxGPUs)
 		if err != nil {
 			return err
+		}
+		if teamOf != nil {
+			if *nodes != "" {
+				return exitError{code: 2, msg: "--teams replays on --gpus; it does not pack onto --nodes"}
+			}
+			sim.SetTeams(pods, teamOf)
+			pods = slices.DeleteFunc(pods, func(j sim.Job) bool { return j.GPUs < 1 })
+			if *load > 0 {
+				pods = sim.Rescale(pods, *load, cfg.GPUs)
+			}
+			return c.simTeams(pods, cfg, *shares, *halfLife, *asJSON,
+				"(PAI pod durations are censored: a pod still running at the trace's end counts its time so far)")
 		}
 		rep := sim.Pack(pods, target, cfg.Policy)
 		if *asJSON {
@@ -122,12 +152,36 @@ func (c *cli) simCmd(_ context.Context, args []string) error {
 	if *load > 0 {
 		jobs = sim.Rescale(jobs, *load, cfg.GPUs)
 	}
+	if teamOf != nil {
+		sim.SetTeams(jobs, teamOf)
+		return c.simTeams(jobs, cfg, *shares, *halfLife, *asJSON, "")
+	}
 	rep := sim.Replay(jobs, cfg)
 	if *asJSON {
 		return writeJSON(c.out, rep)
 	}
 	fmt.Fprintf(c.out, "estimates: %s\n", cfg.Estimates)
 	fmt.Fprint(c.out, rep.String())
+	return nil
+}
+
+// simTeams replays jobs with the machine shared among their teams, beside
+// each team alone on a static partition of its share, and prints both.
+func (c *cli) simTeams(jobs []sim.Job, cfg sim.Config, shares string, halfLife time.Duration, asJSON bool, note string) error {
+	teams, err := sim.SharesOf(jobs, cfg.GPUs, shares)
+	if err != nil {
+		return exitError{code: 2, msg: "--teams: " + err.Error()}
+	}
+	cfg.HalfLife = halfLife
+	rep := sim.ReplayTeams(jobs, cfg, teams, shares, runtime.GOMAXPROCS(0))
+	if asJSON {
+		return writeJSON(c.out, rep)
+	}
+	fmt.Fprintf(c.out, "estimates: %s; shares: %s; usage half-life %s\n", cfg.Estimates, shares, halfLife)
+	fmt.Fprint(c.out, rep.String())
+	if note != "" {
+		fmt.Fprintln(c.out, "  "+note)
+	}
 	return nil
 }
 

@@ -51,6 +51,39 @@ func TestSimCommand(t *testing.T) {
 		require.Equal(t, 0, code, errs)
 		require.Contains(t, out, "onto 50 nodes with 248 GPUs before the first refusal")
 	})
+	t.Run("teams", func(t *testing.T) {
+		for _, shares := range []string{"even", "proportional"} {
+			code, out, errs := niuma(t, "sim", "--trace", philly, "--teams", "cluster", "--shares", shares, "--gpus", "32x80GiB",
+				"--load", "1.0", "--json")
+			require.Equal(t, 0, code, errs)
+			var rep struct {
+				AvgJCT      float64 `json:"avg_jct_s"`
+				Utilization float64 `json:"utilization"`
+				Teams       map[string]struct {
+					Jobs   int     `json:"jobs"`
+					AvgJCT float64 `json:"avg_jct_s"`
+					Static float64 `json:"static_avg_jct_s"`
+					Wide   int     `json:"static_refused"`
+				} `json:"teams"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &rep))
+			require.Positive(t, rep.AvgJCT)
+			require.Positive(t, rep.Utilization)
+			require.Len(t, rep.Teams, 11)
+			for name, tm := range rep.Teams {
+				require.Positive(t, tm.Jobs, name)
+				require.True(t, tm.Static > 0 || tm.Wide > 0, "%s: a static figure, or jobs too wide for its partition", name)
+			}
+		}
+		code, out, errs := niuma(t, "sim", "--trace", philly, "--teams", "cluster", "--gpus", "32x80GiB")
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, out, "per team (proportional shares")
+		require.Contains(t, out, "worst off against its own partition:")
+		code, out, errs = niuma(t, "sim", "--trace", pai, "--teams", "qos", "--gpus", "16x80GiB")
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, out, "BE ")
+		require.Contains(t, out, "PAI pod durations are censored")
+	})
 	t.Run("pai packing", func(t *testing.T) {
 		code, out, errs := niuma(t, "sim", "--trace", pai)
 		require.Equal(t, 0, code, errs)
@@ -67,6 +100,9 @@ func TestSimCommand(t *testing.T) {
 		{"bad sigma", []string{"sim", "--trace", philly, "--estimates", "noisy:-1"}, "σ must be a number from 0 to 5"},
 		{"bad gpus", []string{"sim", "--trace", philly, "--gpus", "8"}, "write COUNTxMEMORY"},
 		{"bad format", []string{"sim", "--trace", philly, "--format", "slurm"}, "use philly or pai"},
+		{"no such team column", []string{"sim", "--trace", philly, "--teams", "team"}, `no column "team" in the header`},
+		{"bad shares", []string{"sim", "--trace", philly, "--teams", "cluster", "--shares", "fair"}, `--shares "fair": use even or proportional`},
+		{"more teams than GPUs", []string{"sim", "--trace", philly, "--teams", "cluster"}, "11 teams and 8 GPUs: each team needs a GPU of its own"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errs := niuma(t, tt.args...)

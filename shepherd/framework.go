@@ -47,6 +47,9 @@ type Slot struct {
 	// Whole marks a physical GPU split into MIG slices: never placeable
 	// itself.
 	Whole bool
+	// Team is the team of the runs on it ("" while it has none): on a
+	// machine shared among teams, runs of one team only share a GPU.
+	Team string
 }
 
 // HostSlot is one host during a pass: its capacity and what is left.
@@ -142,6 +145,11 @@ type Running struct {
 	Start        time.Time     // of the current attempt
 	Estimate     time.Duration // how long it was expected to run from Start; 0 = unknown
 	Attained     time.Duration // run time of its attempts before this one
+	Team         string        // whose share it counts against (State.Teams)
+	// Kept marks a run within its team's share (a sharing pass sets it):
+	// only a request of its own team may preempt it, as on a partition of
+	// the team's own.
+	Kept bool
 }
 
 // State is everything one scheduling pass decides over. Inventory.GPUs
@@ -158,4 +166,7 @@ type State struct {
 	// gets code WaitQueued, "waiting"): the simulator's hot path. Decisions
 	// are otherwise identical.
 	Terse bool
+	// Teams shares the machine among teams (see Teams); nil: one free
+	// queue.
+	Teams *Teams
 }

@@ -94,6 +94,9 @@ func (ps *pass) reset(p *Policy, st *State) {
 			if i, ok := ps.byUUID[u]; ok {
 				ps.slots[i].Jobs++
 				ps.slots[i].Exclusive = ps.slots[i].Exclusive || !r.Shareable
+				if ps.slots[i].Team == "" {
+					ps.slots[i].Team = r.Team
+				}
 			}
 		}
 		if r.CPUMilli != 0 || r.MemMiB != 0 {
@@ -501,6 +504,9 @@ func (ps *pass) place(d *Decision, req *Request, pick []int, host int) {
 		s.Free -= req.MemPerGPUMiB
 		s.Jobs++
 		s.Exclusive = s.Exclusive || !req.Shareable
+		if s.Team == "" {
+			s.Team = req.Team
+		}
 		g := s.GPU
 		g.FreeMiB = s.Free
 		d.GPUs[k] = g
@@ -541,7 +547,7 @@ func (ps *pass) release(slots []Slot, hosts []HostSlot, r *Running) {
 			if slots[i].Jobs <= 0 {
 				// A freed GPU with no runs is not exclusive (exclusivity
 				// of one that still has runs is kept: conservative).
-				slots[i].Jobs, slots[i].Exclusive = 0, false
+				slots[i].Jobs, slots[i].Exclusive, slots[i].Team = 0, false, ""
 			}
 		}
 	}
@@ -639,7 +645,7 @@ func (ps *pass) victims(c *Cycle) ([]string, []int) {
 	reqLevel := ps.p.level(c.Req.GPUs, c.Req.Attained)
 	var cands []Running
 	for _, r := range ps.st.Running { // only runs started before this pass
-		if !r.Preemptible || r.Start.Add(ps.p.PreemptAfter).After(now) {
+		if !r.Preemptible || r.Start.Add(ps.p.PreemptAfter).After(now) || r.Kept && r.Team != c.Req.Team {
 			continue
 		}
 		lower := r.Priority < c.Req.Priority

@@ -77,6 +77,11 @@ type Request struct {
 	// preempted run): least-attained-service ordering counts it.
 	Attained  time.Duration
 	Shareable bool // may share a GPU with other runs
+	// Team is whose share it counts against when State.Teams is set.
+	Team string
+	// Tier ranks before Priority (higher first). A sharing pass sets it
+	// (within the team's share, or by fair share); callers leave it 0.
+	Tier int
 }
 
 // Decision is where a request goes, or why it waits.
@@ -107,7 +112,7 @@ func (r Request) Placement(gpus []GPU, host string, start time.Time) Running {
 	}
 	return Running{ID: r.ID, GPUs: uuids, Host: host, MemPerGPUMiB: r.MemPerGPUMiB, CPUMilli: r.CPUMilli, MemMiB: r.MemMiB,
 		Priority: r.Priority, Preemptible: r.Preemptible, Shareable: r.Shareable, Start: start,
-		Estimate: r.Estimate, Attained: r.Attained}
+		Estimate: r.Estimate, Attained: r.Attained, Team: r.Team}
 }
 
 // FirstFit places a request on the healthy GPUs with enough free memory,

@@ -11,7 +11,25 @@ var (
 	stShareHeldByARunThatDoesNotShare = &Status{Unschedulable, "Share", "held by a run that does not share", WaitGPUBusy}
 	stShareBusyAndThisRunDoesNotShare = &Status{Unschedulable, "Share", "busy, and this run does not share", WaitGPUBusy}
 	stReservedReservedForARunAhead    = &Status{Unschedulable, "Reserved", "reserved for a run ahead", WaitReserved}
+	stOneTeamHeldByAnotherTeam        = &Status{Unschedulable, "OneTeam", "held by another team's runs", WaitGPUBusy}
 )
+
+// OneTeam lets runs share a GPU only with runs of their own team: on a
+// machine shared among teams, a team's run is never slowed down by
+// another team's on its GPU (as on a partition of its own), and no team
+// sees another's memory use on its GPUs. A sharing pass adds it.
+type OneTeam struct{}
+
+// Name implements Filter.
+func (OneTeam) Name() string { return "OneTeam" }
+
+// Filter implements Filter.
+func (OneTeam) Filter(c *Cycle, s *Slot) *Status {
+	if s.Jobs > 0 && s.Team != c.Req.Team {
+		return stOneTeamHeldByAnotherTeam
+	}
+	return nil
+}
 
 // Healthy refuses GPUs the telemetry marks unhealthy (XID errors, lost).
 type Healthy struct{}

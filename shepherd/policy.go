@@ -245,6 +245,7 @@ type rankKey struct {
 	shape  int32 // index into the pass's shapes
 	fixed  bool  // with PreemptibleFirst: may not be stopped
 	exact  bool
+	tier   int // Request.Tier; a key with one is compared field by field
 }
 
 // pack fills k.packed so that comparing it compares (prio descending,
@@ -261,7 +262,7 @@ func (k *rankKey) pack() {
 		}
 		work = uint64(k.work)
 	}
-	if k.prio < -128 || k.prio > 127 || k.level < 0 || k.level > 15 || k.gpus < 0 || k.gpus > 255 {
+	if k.tier != 0 || k.prio < -128 || k.prio > 127 || k.level < 0 || k.level > 15 || k.gpus < 0 || k.gpus > 255 {
 		return
 	}
 	var fixed uint64
@@ -299,6 +300,9 @@ func (p *Policy) less(queue []Request, a, b *rankKey) bool {
 			return a.submit < b.submit
 		}
 		return p.tie(queue, a, b)
+	}
+	if a.tier != b.tier {
+		return a.tier > b.tier
 	}
 	if a.prio != b.prio {
 		return a.prio > b.prio
@@ -360,7 +364,7 @@ func (p *Policy) key(now int64, i int, r *Request, top int) rankKey {
 
 // keyInto computes request i's key into k (zero).
 func (p *Policy) keyInto(k *rankKey, now int64, i int, r *Request, top int) {
-	k.i, k.submit = i, r.Submit.UnixNano()
+	k.i, k.submit, k.tier = i, r.Submit.UnixNano(), r.Tier
 	if !p.ByArrival {
 		p.fields(k, now, r, top)
 	}
@@ -420,6 +424,9 @@ type Scheduler struct {
 	shapes   []shapeInfo
 	shapeIdx shapeTable
 	ps       pass
+	// inner runs a sharing pass's placements (the policy with OneTeam);
+	// probe tries what a reclaim would free.
+	inner, probe *Scheduler
 }
 
 // NewScheduler returns a Scheduler for p.
@@ -430,6 +437,9 @@ func (sc *Scheduler) Policy() Policy { return sc.p }
 
 // Schedule is one pass; see the package function Schedule.
 func (sc *Scheduler) Schedule(st State) []Decision {
+	if st.Teams != nil {
+		return sc.scheduleTeams(st)
+	}
 	p := &sc.p
 	ps := &sc.ps
 	ps.reset(p, &st)
@@ -476,7 +486,7 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 		sc.keys = append(sc.keys, rankKey{})
 		k := &sc.keys[len(sc.keys)-1]
 		p.keyInto(k, now, i, r, top)
-		sh := shape{r.GPUs, r.MemPerGPUMiB, r.CPUMilli, r.MemMiB, r.Shareable}
+		sh := shape{r.GPUs, r.MemPerGPUMiB, r.CPUMilli, r.MemMiB, r.Shareable, r.Team}
 		idx, ok := sc.shapeIdx.find(sh, sc.shapes)
 		if !ok {
 			idx = int32(len(sc.shapes))
@@ -574,6 +584,7 @@ type shape struct {
 	mem        int64
 	cpu, hostM int64
 	share      bool
+	team       string // OneTeam's answer depends on it
 }
 
 // shapeTable finds a shape's index in a pass's shapes: an open-addressing
@@ -597,6 +608,9 @@ func (sh shape) hash() uint64 {
 		uint64(sh.cpu)*0x165667B19E3779F9 ^ uint64(sh.hostM)*0x27D4EB2F165667C5
 	if sh.share {
 		h ^= 0x85EBCA77C2B2AE63
+	}
+	for i := 0; i < len(sh.team); i++ { // FNV-1a
+		h = (h ^ uint64(sh.team[i])) * 0x100000001B3
 	}
 	return h ^ h>>29
 }

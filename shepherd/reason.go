@@ -46,12 +46,23 @@ const (
 	WaitHostMemory ReasonCode = "host_memory"
 	// WaitQueued: a terse pass (the simulator's) gives no detail.
 	WaitQueued ReasonCode = "queued"
+	// WaitTeamShare: its team is beyond its share and what other teams
+	// leave idle is lent already or kept for them (Team, TeamHeld,
+	// TeamNominal, Lent).
+	WaitTeamShare ReasonCode = "team_share"
+	// WaitTeamBorrow: its team already borrows as much as its borrowing
+	// limit allows.
+	WaitTeamBorrow ReasonCode = "team_borrow_limit"
+	// WaitReclaiming: within its team's share, it waits while GPUs lent to
+	// other teams are reclaimed (their runs, Preempting, being stopped).
+	WaitReclaiming ReasonCode = "reclaiming"
 )
 
 // ReasonCodes lists every wait reason code, for callers that count them
 // (a dashboard's labels).
 var ReasonCodes = []ReasonCode{WaitNoGPUs, WaitNeverFits, WaitGPUMemory, WaitGPUBusy, WaitGPUUnhealthy,
-	WaitGPUHot, WaitGroup, WaitReserved, WaitPreempting, WaitCPU, WaitHostMemory, WaitQueued}
+	WaitGPUHot, WaitGroup, WaitReserved, WaitPreempting, WaitCPU, WaitHostMemory, WaitQueued,
+	WaitTeamShare, WaitTeamBorrow, WaitReclaiming}
 
 // Reason is why a request waits: a code, the parameters behind it, and the
 // sentence composed from them. Parameters that do not apply are zero.
@@ -77,6 +88,11 @@ type Reason struct {
 	ReservedFrom time.Time // when they are expected free; zero when no estimate tells
 	Preempting   []string  // spot runs being stopped for it
 	Ahead        int       // runs ranked before it that also wait
+	// Its team's part, on a shared machine: what the team holds of its
+	// nominal share, and the GPUs all teams hold beyond theirs (lent).
+	Team                  string
+	TeamHeld, TeamNominal float64
+	Lent                  float64
 	// Detail is free text: why there are no GPUs, or what never fits.
 	Detail string
 }

@@ -22,6 +22,9 @@ type Report struct {
 	Makespan        float64 `json:"makespan_s"`
 	GPUUtil         float64 `json:"gpu_util"` // share of GPU-time with at least one run
 	MemUtil         float64 `json:"mem_util"` // share of memory-time held by runs
+	// BusyWhileWaiting is the share of GPU-time with a run on it while
+	// some job waits: what a policy leaves idle when there is work.
+	BusyWhileWaiting float64 `json:"busy_while_waiting"`
 	// StrandedGiB is the average, over the time some run waits, of free
 	// memory that no waiting run could use (on GPUs whose free memory is
 	// below the smallest waiting need).
@@ -74,6 +77,7 @@ func (s *state) report() Report {
 	}
 	if s.waitingTime > 0 {
 		r.StrandedGiB = s.stranded / s.waitingTime / 1024
+		r.BusyWhileWaiting = s.busyWaiting / (float64(s.cfg.GPUs) * s.waitingTime)
 	}
 	classes := make([]int, 0, len(byClass))
 	for p := range byClass {

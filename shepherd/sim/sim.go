@@ -26,6 +26,11 @@ type Config struct {
 	// PreemptLossSec is the work a preempted run loses (since its last
 	// checkpoint), at most what it had done.
 	PreemptLossSec float64
+	// Teams share the machine (Job.Team says whose each job is): every
+	// pass gets them with each team's usage decayed by HalfLife. None: one
+	// free queue.
+	Teams    []shepherd.Team
+	HalfLife time.Duration
 }
 
 // DefaultConfig is 8×80 GiB in one linked group, the herd policy with
@@ -102,6 +107,9 @@ func replay(jobs []Job, cfg Config, h hooks) (Report, []*sjob) {
 		tenants: make([]int, cfg.GPUs), hooks: h}
 	if cfg.Estimates.Mode == "predicted" {
 		s.pred = predict.New(predict.Options{})
+	}
+	if len(cfg.Teams) > 0 {
+		s.usage = &shepherd.Usage{HalfLife: cfg.HalfLife}
 	}
 	for i := range s.free {
 		s.free[i] = cfg.GPUMiB
@@ -182,8 +190,10 @@ type state struct {
 	runs    []shepherd.Running
 	done    []*sjob
 	rep     Report
+	usage   *shepherd.Usage // with Teams: each team's decayed GPU-time
 	// integrals over time
 	busyGPU, usedMem, stranded, waitingTime float64
+	busyWaiting                             float64 // GPU-time busy while some job waits
 }
 
 // advance moves the clock to t, progressing running jobs and the integrals.
@@ -197,6 +207,11 @@ func (s *state) advance(t float64) {
 			s.usedMem += dt * float64(s.cfg.GPUMiB-s.free[g])
 		}
 		if len(s.queue) > 0 {
+			for _, n := range s.tenants {
+				if n > 0 {
+					s.busyWaiting += dt
+				}
+			}
 			need := int64(math.MaxInt64)
 			for _, q := range s.queue {
 				need = min(need, q.mem)
@@ -210,6 +225,9 @@ func (s *state) advance(t float64) {
 		}
 		for _, r := range s.running {
 			r.left -= r.rate * dt
+			if s.usage != nil {
+				s.usage.Add(at(t), r.Team, dt*shepherd.Equiv(len(r.gpus), r.mem, s.cfg.GPUMiB, r.Shareable))
+			}
 		}
 	}
 	s.t = t
@@ -235,6 +253,7 @@ func (s *state) request(j *sjob, r *shepherd.Request) {
 		n.Predicted = s.answer(j.kid).est
 	}
 	*r = shepherd.Build(n)
+	r.Team = j.Team
 	if s.hooks.request != nil {
 		s.hooks.request(s.t, &j.Job, *r)
 	}
@@ -247,6 +266,9 @@ func (s *state) request(j *sjob, r *shepherd.Request) {
 // such a pass places and stops nothing. Every policy is replayed the same
 // way.
 func (s *state) mightPlace(j *sjob) bool {
+	if s.usage != nil {
+		return true // within its team's share, it may reclaim lent GPUs
+	}
 	for _, f := range s.free {
 		if f >= j.mem {
 			return true
@@ -344,6 +366,9 @@ func (s *state) schedule() {
 		}
 		s.rep.Passes++
 		st := shepherd.State{Inventory: s.inv, Running: s.runs, Queue: s.reqs, Now: at(s.t), Terse: true}
+		if s.usage != nil {
+			st.Teams = &shepherd.Teams{Teams: s.cfg.Teams, Usage: s.usage.At(at(s.t))}
+		}
 		if s.hooks.pass != nil {
 			s.hooks.pass(st)
 		}

@@ -29,6 +29,10 @@ type Job struct {
 	// Cluster is the trace's virtual cluster (Philly); User and Class the
 	// submitter and job class where a trace records them ("" otherwise).
 	Cluster, User, Class string
+	// Team is whose share the job counts against when a replay shares the
+	// machine among teams (SetTeams); Row its data row in the trace file.
+	Team string
+	Row  int
 	// Noise is a standard normal draw fixed per job by the seed: a noisy
 	// estimate regime makes the user's estimate Duration × e^(σ·Noise).
 	Noise float64
@@ -109,7 +113,7 @@ func LoadPhilly(r io.Reader, maxGPUs int, seed uint64) ([]Job, error) {
 		if t0.IsZero() || ts.Before(t0) {
 			t0 = ts
 		}
-		jobs = append(jobs, Job{Submit: float64(ts.Unix()), Duration: dur, GPUs: g, Cluster: row[3]})
+		jobs = append(jobs, Job{Submit: float64(ts.Unix()), Duration: dur, GPUs: g, Cluster: row[3], Row: n})
 	}
 	return finish(jobs, float64(t0.Unix()), seed), nil
 }
@@ -142,7 +146,7 @@ func LoadPAI(r io.Reader, maxGPUs int) ([]Job, error) {
 			continue // asks for nothing
 		}
 		j := Job{Submit: c, Duration: max(d-c, 1), GPUs: max(g, 0), MemMilli: min(max(milli, 0), 1000), Shareable: milli < 1000,
-			CPUMilli: max(cpu, 0), MemMiB: max(mem, 0)}
+			CPUMilli: max(cpu, 0), MemMiB: max(mem, 0), Class: row[2], Row: n}
 		switch row[2] {
 		case "Guaranteed", "LS":
 			j.Priority = 2

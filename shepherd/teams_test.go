@@ -1,0 +1,150 @@
+package shepherd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// four GPUs shared by vision (3) and nlp (1), with no limits.
+func labTeams() *Teams {
+	return &Teams{Teams: []Team{
+		{Name: "vision", Nominal: 3, BorrowLimit: NoLimit, LendLimit: NoLimit},
+		{Name: "nlp", Nominal: 1, BorrowLimit: NoLimit, LendLimit: NoLimit},
+	}}
+}
+
+// whole is a running placement of one team holding GPU g whole.
+func whole(id, team string, g string, start time.Time) Running {
+	return Running{ID: id, Team: team, GPUs: []string{g}, MemPerGPUMiB: 80 * gib, Start: start}
+}
+
+func TestTeamsReclaimLentGPUs(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// nlp holds all four GPUs: one of its own, three borrowed from vision
+	// (the three started last). A vision run arrives: within its share, it
+	// has the latest-started borrowed run reclaimed — though nlp's runs
+	// are not spot runs and have the same priority.
+	inv := machine(8, 0, 0, 0, 0)
+	running := []Running{
+		whole("n0", "nlp", "G0", t0),
+		whole("n1", "nlp", "G1", t0.Add(time.Minute)),
+		whole("n2", "nlp", "G2", t0.Add(2*time.Minute)),
+		whole("n3", "nlp", "G3", t0.Add(3*time.Minute)),
+	}
+	q := []Request{{ID: "v", Team: "vision", GPUs: 1, MemPerGPUMiB: 40 * gib, Submit: now}}
+	for _, p := range []Policy{Herd(HerdOptions{}), BestFit()} {
+		d := NewScheduler(p).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
+		require.False(t, d[0].Placed(), p.Name)
+		require.Equal(t, []string{"n3"}, d[0].Preempt, p.Name)
+		require.Equal(t, WaitReclaiming, d[0].Reason.Code, p.Name)
+		require.Contains(t, d[0].Wait, "reclaiming GPUs lent to nlp", p.Name)
+	}
+	// Which runs borrow: the three nlp started after its own one.
+	var borrowed []string
+	for _, b := range Borrowers(State{Inventory: inv, Running: running, Teams: labTeams()}) {
+		if b.Borrowed {
+			borrowed = append(borrowed, b.ID)
+		}
+	}
+	require.Equal(t, []string{"n1", "n2", "n3"}, borrowed)
+}
+
+func TestTeamsWithinShareIsNeverReclaimed(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// vision holds its three GPUs, nlp its one: a second nlp run (urgent,
+	// and the vision runs are spot runs) borrows nothing and stops nothing:
+	// each team's share holds as on a partition of its own.
+	inv := machine(8, 0, 0, 0, 0)
+	running := []Running{
+		whole("v0", "vision", "G0", t0), whole("v1", "vision", "G1", t0), whole("v2", "vision", "G2", t0),
+		whole("n0", "nlp", "G3", t0),
+	}
+	for i := range running[:3] {
+		running[i].Preemptible = true
+	}
+	q := []Request{{ID: "n", Team: "nlp", GPUs: 1, MemPerGPUMiB: 40 * gib, Priority: 2, Submit: t0}}
+	d := NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
+	require.False(t, d[0].Placed())
+	require.Empty(t, d[0].Preempt)
+	require.Equal(t, WaitTeamShare, d[0].Reason.Code)
+	require.Equal(t, "nlp", d[0].Reason.Team)
+	require.InDelta(t, 1, d[0].Reason.TeamHeld, 1e-9)
+	require.Contains(t, d[0].Wait, "team nlp is at its share (1 of 1 GPUs)")
+}
+
+func TestTeamsBorrowIdleShares(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// vision is idle: nlp borrows its GPUs, up to its borrowing limit.
+	inv := machine(8, 80, 80, 80, 80)
+	q := []Request{
+		{ID: "a", Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0},
+		{ID: "b", Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0.Add(time.Second)},
+		{ID: "c", Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0.Add(2 * time.Second)},
+	}
+	d := NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Queue: q, Now: now, Teams: labTeams()})
+	for i := range d {
+		require.True(t, d[i].Placed(), q[i].ID)
+	}
+	limited := labTeams()
+	limited.Teams[1].BorrowLimit = 1
+	running := []Running{whole("n0", "nlp", "G0", t0), whole("n1", "nlp", "G1", t0)}
+	inv = machine(8, 0, 0, 80, 80)
+	d = NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Running: running, Queue: q[:1], Now: now, Teams: limited})
+	require.False(t, d[0].Placed())
+	require.Equal(t, WaitTeamBorrow, d[0].Reason.Code)
+	require.Contains(t, d[0].Wait, "may borrow at most 1 more")
+	// A lending limit keeps part of an idle share idle for its team.
+	kept := labTeams()
+	kept.Teams[0].LendLimit = 1 // vision lends 1 of its 3 idle GPUs
+	inv = machine(8, 0, 80, 80, 80)
+	d = NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Running: running[:1], Queue: q, Now: now, Teams: kept})
+	require.True(t, d[0].Placed())
+	require.Equal(t, WaitTeamShare, d[1].Reason.Code, "the second would eat into what vision keeps")
+}
+
+func TestTeamsShareAGPUOnlyWithinATeam(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// GPU 0 has 60 GiB free beside a vision run; an nlp run of 20 GiB
+	// goes to the empty GPU 1, never beside vision's; a vision run of 20
+	// GiB may go beside its own team's.
+	inv := machine(8, 60, 80)
+	running := []Running{{ID: "v0", Team: "vision", GPUs: []string{"G0"}, MemPerGPUMiB: 20 * gib, Shareable: true, Start: t0}}
+	q := []Request{{ID: "n", Team: "nlp", GPUs: 1, MemPerGPUMiB: 20 * gib, Shareable: true, Submit: t0}}
+	d := NewScheduler(BestFit()).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
+	require.Equal(t, []int{1}, placedOn(d[0]))
+	q[0].Team = "vision"
+	d = NewScheduler(BestFit()).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
+	require.Equal(t, []int{0}, placedOn(d[0]), "best fit: beside its own team's run")
+}
+
+func TestTeamsWithinShareRanksFirst(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// One GPU free. nlp already holds its one: its urgent run would borrow;
+	// vision's normal one is within its share and goes first.
+	inv := machine(8, 0, 80, 0, 0)
+	running := []Running{whole("n0", "nlp", "G0", t0), whole("v0", "vision", "G2", t0), whole("v1", "vision", "G3", t0)}
+	q := []Request{
+		{ID: "n", Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Priority: 2, Submit: t0},
+		{ID: "v", Team: "vision", GPUs: 1, MemPerGPUMiB: 80 * gib, Priority: 1, Submit: now},
+	}
+	d := NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
+	require.True(t, d[1].Placed())
+	require.False(t, d[0].Placed())
+}
+
+func TestUsageHalvesEveryHalfLife(t *testing.T) {
+	u := Usage{HalfLife: time.Hour}
+	u.Add(t0, "nlp", 100)
+	u.Add(t0.Add(time.Hour), "vision", 10)
+	at := u.At(t0.Add(2 * time.Hour))
+	require.InDelta(t, 25, at["nlp"], 1e-9)
+	require.InDelta(t, 5, at["vision"], 1e-9)
+}
+
+func TestEquiv(t *testing.T) {
+	require.Equal(t, 2.0, Equiv(2, 40*gib, 80*gib, false), "a run that does not share holds its GPUs whole")
+	require.Equal(t, 1.0, Equiv(2, 40*gib, 80*gib, true))
+	require.Equal(t, 1.0, Equiv(1, 40*gib, 0, true), "unknown memory counts whole")
+}

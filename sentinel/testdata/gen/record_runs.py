@@ -28,7 +28,8 @@ Every run is labelled from how it was made, never from a detector:
 
 The split into tuning and test halves is fixed once: within each label, runs
 are ordered by sha256("niuma-sentinel-corpus/" + name) and alternate between
-the halves, tuning first.
+the halves, tuning first; the manifest keeps it, and a run added later goes
+to the half its hash's first byte's parity names (even: tuning).
 
 Run: nice /usr/bin/python3 sentinel/testdata/gen/record_corpus.py
 (Debian's python3-torch and python3-sklearn; about three minutes on 2 cores.)
@@ -250,10 +251,29 @@ def recipes():
         add(f"spike-{data}-{model}-{opt}-{i}", "loss_spike", data=data, model=model, opt=opt, lr=lr, fault="spike",
             onset=30 + 5 * i, width=1 + i % 3, points=100,
             tolerate=["divergence", "grad_explosion", "no_progress"])
+
+    # Added later (the runs above keep their seeds and halves).
+    # The shape that once went unflagged: logged from the first batch on,
+    # the loss blows up at its second point (10^6 x), then the dead network
+    # settles at or above where it started, validation accuracy at chance.
+    add("divergence-lr8-digits-mlp2-adamw-perbatch", "divergence", data="digits", model="mlp2", opt="adamw", lr=8,
+        onset=0, points=40, bpp=1, seed=200, accept=["no_progress"], tolerate=["loss_spike", "grad_explosion", "nan", "plateau"])
     return rs
 
 
 def split(rs):
+    """The split is kept once made: runs the manifest already has keep
+    their half; new ones go by the parity of their hash."""
+    kept = {}
+    path = os.path.join(out_dir, "manifest.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            kept = {m["name"]: m["split"] for m in json.load(f)}
+    if kept:
+        for r in rs:
+            h = hashlib.sha256(("niuma-sentinel-corpus/" + r["name"]).encode()).digest()
+            r["split"] = kept.get(r["name"], "tune" if h[0] % 2 == 0 else "test")
+        return
     by = {}
     for r in rs:
         by.setdefault(r["label"], []).append(r)

@@ -361,6 +361,15 @@ func (s *Sentinel) lossDetectors(st *stream, p Point, out []Anomaly) []Anomaly {
 // judgeLoss runs the spike and divergence detectors on one value y (log
 // scale unless the stream is raw) of point p.
 func (s *Sentinel) judgeLoss(st *stream, y float64, p Point, out []Anomaly) []Anomaly {
+	incMAD, hasIncMAD := 0.0, false // the MAD of the recent increments, once per point
+	stepMAD := func() float64 {
+		if !hasIncMAD {
+			s.scratch = st.incs.values(s.scratch[:0])
+			_, incMAD, s.scratch2 = medianMAD(s.scratch, s.scratch2)
+			hasIncMAD = true
+		}
+		return incMAD
+	}
 	// Loss spike: robust z-score against the previous window. Once the
 	// stream diverges, every later value is "a spike": say it once.
 	if !st.fired[LossSpike] && !st.fired[Divergence] && st.logs.len() >= s.cfg.SpikeMinPoints {
@@ -372,10 +381,7 @@ func (s *Sentinel) judgeLoss(st *stream, y float64, p Point, out []Anomaly) []An
 			// A loss still falling fast spreads its window by its trend;
 			// its steps' spread is its noise (half as much again, since a
 			// step is the difference of two noisy values).
-			s.scratch = st.incs.values(s.scratch[:0])
-			_, imad, sc := medianMAD(s.scratch, s.scratch2)
-			s.scratch2 = sc
-			scale = min(scale, 1.4826*imad/math.Sqrt2)
+			scale = min(scale, 1.4826*stepMAD()/math.Sqrt2)
 		}
 		scale = max(scale, s.floor(st, med))
 		z := (y - med) / scale
@@ -391,11 +397,7 @@ func (s *Sentinel) judgeLoss(st *stream, y float64, p Point, out []Anomaly) []An
 	// it alone.
 	// It waits for DivWarmup increments to know the noise.
 	if st.hasPrev && st.hasRef && !st.fired[Divergence] && st.incs.len() >= s.cfg.DivWarmup && !s.converging(st) {
-		scale := s.floor(st, st.ref)
-		s.scratch = st.incs.values(s.scratch[:0])
-		_, mad, sc := medianMAD(s.scratch, s.scratch2)
-		s.scratch2 = sc
-		scale = max(scale, 1.4826*mad/math.Sqrt2)
+		scale := max(s.floor(st, st.ref), 1.4826*stepMAD()/math.Sqrt2)
 		u := min(max((y-st.ref)/scale, -s.cfg.DivClip), s.cfg.DivClip)
 		if st.cusum == 0 {
 			st.cusumAt = p.Step

@@ -27,6 +27,10 @@ type progress struct {
 	notMean bool    // it implied a batch value at or below zero: no running mean
 }
 
+// quietSpread is the spread (a robust standard deviation, log scale) below
+// which a loss that could be a running mean is judged all the same: 1%.
+const quietSpread = 0.01
+
 // start is where a loss started (log scale): the lowest of its first
 // Config.ProgressFirst values, so that a blow-up among them does not count
 // as its start. NaN before the first value.
@@ -112,8 +116,18 @@ func (s *Sentinel) progressDetector(st *stream, at *attemptState, p Point, out [
 			out = append(out, s.explodedAnomaly(st, p, math.Exp(start), n))
 		}
 	}
-	if n < s.cfg.ProgressWarmup || !pr.notMean && !pr.blewUp {
+	if n < s.cfg.ProgressWarmup {
 		return out
+	}
+	if !pr.notMean && !pr.blewUp {
+		// It may be a running mean, unless it is quiet: a mean of a batch
+		// or two swings by the batches' noise, a flat loss barely moves.
+		s.scratch = append(s.scratch[:0], pr.vals...)
+		_, mad, sc := medianMAD(s.scratch, s.scratch2)
+		s.scratch2 = sc
+		if 1.4826*mad >= quietSpread {
+			return out
+		}
 	}
 	// Where it started: the first quarter, blow-ups left out; where it is:
 	// the last quarter.

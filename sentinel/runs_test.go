@@ -297,6 +297,30 @@ func TestRuns(t *testing.T) {
 	tune, test := scoreRuns(t, cfg, half(rs, "tune"), lines), scoreRuns(t, cfg, half(rs, "test"), lines)
 	t.Logf("tuning half (%d runs):\n%s", len(half(rs, "tune")), tune.table())
 	t.Logf("test half (%d runs):\n%s", len(half(rs, "test")), test.table())
+	// The same runs with their training loss alone (no validation
+	// accuracy, no gradient norm): what the loss rules find by themselves.
+	alone := map[string][][]sentinel.Point{}
+	for name, ls := range lines {
+		for _, pts := range ls {
+			var keep []sentinel.Point
+			for _, p := range pts {
+				if p.Key == "loss" {
+					keep = append(keep, p)
+				}
+			}
+			alone[name] = append(alone[name], keep)
+		}
+	}
+	lossTest := scoreRuns(t, cfg, half(rs, "test"), alone)
+	if testing.Verbose() {
+		for _, w := range lossTest.wrong {
+			t.Logf("test half, the loss alone: %s", w)
+		}
+	}
+	np := string(sentinel.NoProgress)
+	t.Logf("test half, the loss alone: no_progress recall %d of %d, divergence %d of %d, %d flags on healthy runs",
+		lossTest.found[np], lossTest.cases[np], lossTest.found[string(sentinel.Divergence)],
+		lossTest.cases[string(sentinel.Divergence)], lossTest.healthyFlags)
 	if testing.Verbose() {
 		for _, w := range test.wrong {
 			t.Logf("test half: %s", w)

@@ -9,7 +9,8 @@ Every run is labelled from how it was made, never from a detector:
                0.01-0.1, Adam/AdamW at 1e-3-1e-2), with or without warm-up,
                gradient clipping, warm restarts (SGDR), 20-30% label noise,
                or a data loader that stalls now and then.
-  divergence   learning rate 5-50 from the start (SGD or Adam, no clipping):
+  divergence   learning rate 5-50 from the start (SGD, Adam or AdamW on ReLU
+               networks, no clipping):
                the loss explodes at once; on a ReLU network it may then
                settle back at or above where it started, the network dead,
                validation accuracy at chance. Or a scheduler that multiplies
@@ -19,20 +20,29 @@ Every run is labelled from how it was made, never from a detector:
                initialisation (biases at -20), or every training label
                replaced by a random one: the model never learns. onset:
                point 5 (index 4), by which every healthy recipe here has its
-               loss below its first value (TestCorpusHealthyRunsProgress
+               loss below its first value (TestRunsHealthyLossesAreDownByPoint5
                holds the corpus to that).
   nan          from onset, one input of one batch is NaN or +Inf: the loss
                turns non-finite and the weights with it.
   loss_spike   the batches of 1-3 points from onset are corrupt (inputs x20,
                labels shuffled), as a bad shard gives.
 
+Beside its label, a run lists the kinds that are as right as the label
+("accept": a learning rate far too high from the start may kill the network,
+which then sits at its starting loss, no progress as much as divergence; a
+growing learning rate explodes the gradients first) and the kinds that may
+truly fire as a side effect and count neither way ("tolerate": the NaN a
+divergence overflows into, the gradients of a corrupt batch).
+
 The split into tuning and test halves is fixed once: within each label, runs
 are ordered by sha256("niuma-sentinel-corpus/" + name) and alternate between
 the halves, tuning first; the manifest keeps it, and a run added later goes
 to the half its hash's first byte's parity names (even: tuning).
 
-Run: nice /usr/bin/python3 sentinel/testdata/gen/record_corpus.py
-(Debian's python3-torch and python3-sklearn; about three minutes on 2 cores.)
+Run: nice /usr/bin/python3 sentinel/testdata/gen/record_runs.py [NAME...]
+(Debian's python3-torch and python3-sklearn; under a minute on 2 cores).
+With names, only those runs are recorded again; --manifest writes the
+manifest alone.
 """
 import hashlib
 import json
@@ -291,7 +301,7 @@ def main():
     # to write the manifest alone.
     only = set(sys.argv[1:])
     for r in rs:
-        if only and r["name"] not in only:
+        if only and r["name"] not in only or "--manifest" in only:
             continue
         t0 = time.monotonic()
         lines = record(r)

@@ -54,7 +54,7 @@ type Config struct {
 	// AccWarmup points (the median of its last third) is within AccNoise
 	// (or three times its steps' noise) of where it started (the median of
 	// its first third) and no better than AccChance (a coin's), or that has
-	// not moved at all, is at chance. A training loss that
+	// not moved at all (short of perfect), is at chance. A training loss that
 	// reaches ExplodeFactor times where it started before the spike
 	// detector has a window (SpikeMinPoints values) has diverged.
 	ProgressWarmup    int

@@ -92,7 +92,7 @@
 // points. A quiet loss (a robust spread under 1%) is judged all the same:
 // a mean of a batch or two swings by the batches' noise. A validation accuracy (val/test/eval keys with "acc") is judged
 // at its 8th point: within 0.05 (or three times its steps' noise) of where
-// it started and no better than a coin (0.5), or not moved at all, it sits
+// it started and no better than a coin (0.5), or not moved at all (short of perfect), it sits
 // at chance. The evidence is where it started, its worst point and its
 // level now; a loss that blew up on the way gets the fix for a learning
 // rate too high, one that never moved the fix for a model that does not

@@ -100,8 +100,9 @@ func (s *Sentinel) progressDetector(st *stream, at *attemptState, p Point, out [
 		_, mad, sc := medianMAD(s.scratch, s.scratch2)
 		s.scratch2 = sc
 		noise := max(s.cfg.AccNoise, 3*1.4826*mad/math.Sqrt2)
-		// At chance, or frozen: not one prediction changed its answer.
-		frozen := slices.Min(pr.vals) == slices.Max(pr.vals)
+		// At chance, or frozen: not one prediction changed its answer (and
+		// not because every one was right from the start).
+		frozen := slices.Min(pr.vals) == slices.Max(pr.vals) && level < 1-s.cfg.AccNoise
 		if !at.stuck && level <= start+noise && (level <= s.cfg.AccChance || frozen) {
 			at.stuck = true
 			out = append(out, s.noProgressAnomaly(st, p, start, level))

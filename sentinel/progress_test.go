@@ -78,6 +78,10 @@ func TestAccuracyAtChance(t *testing.T) {
 	assert.Empty(t, sentinel.New(sentinel.Config{}).ObserveAll(points("train_acc", chance...)))
 	learns := []float64{0.10, 0.25, 0.41, 0.55, 0.66, 0.74, 0.80, 0.84, 0.87}
 	assert.Empty(t, sentinel.New(sentinel.Config{}).ObserveAll(points("val_acc", learns...)))
+	frozen := []float64{0.68, 0.68, 0.68, 0.68, 0.68, 0.68, 0.68, 0.68, 0.68}
+	assert.Equal(t, []sentinel.Kind{sentinel.NoProgress}, kinds(sentinel.New(sentinel.Config{}).ObserveAll(points("val_acc", frozen...))))
+	perfect := []float64{1, 1, 1, 1, 1, 1, 1, 1, 1}
+	assert.Empty(t, sentinel.New(sentinel.Config{}).ObserveAll(points("val_acc", perfect...)))
 	percent := []float64{10, 11, 9, 10, 12, 10, 11, 10, 10}
 	assert.Equal(t, []sentinel.Kind{sentinel.NoProgress}, kinds(sentinel.New(sentinel.Config{}).ObserveAll(points("val_accuracy", percent...))))
 }

@@ -79,27 +79,27 @@
 // # No progress
 //
 // A training loss is judged from its 8th point to its 100th: where it
-// started is the median of its first quarter (at least 5 values, a
-// blow-up left out), where it is the median of its last quarter, on log
-// scale; the standard error of their difference comes from the two
-// quarters' spreads. Once the drop is surely below 2% (drop + 4 se < 2%)
-// the loss makes no progress; once it is surely above, it does, and is
-// judged no more. A per-epoch running mean (Keras' batch loss) is not
-// judged while it may be one: its first points average a batch or two and
-// rise or fall as it finds its level. The mean of k batches, m_k, implies
-// the k-th batch's loss, k·m_k − (k−1)·m_{k−1}, which is positive; any
-// other series that moves implies one at or below zero within a few
-// points. A quiet loss (a robust spread under 1%) is judged all the same:
-// a mean of a batch or two swings by the batches' noise. A validation accuracy (val/test/eval keys with "acc") is judged
-// at its 8th point: within 0.05 (or three times its steps' noise) of where
-// it started and no better than a coin (0.5), or not moved at all (short of perfect), it sits
-// at chance. The evidence is where it started, its worst point and its
-// level now; a loss that blew up on the way gets the fix for a learning
-// rate too high, one that never moved the fix for a model that does not
-// learn. "Converging", the running-mean rule that keeps the divergence
-// detector quiet while a young stream takes ever smaller steps, needs a
-// stream that never blew up: a loss falling back from a blow-up also takes
-// smaller and smaller steps.
+// started is the median of its first quarter (at least 5 values, a blow-up
+// left out), where it is the median of its last quarter, on log scale; the
+// standard error of their difference comes from the two quarters' spreads.
+// Once the drop is surely below 2% (drop + 4 se < 2%) the loss makes no
+// progress; once it is surely above, it does, and is judged no more. A
+// per-epoch running mean (Keras' batch loss) is not judged while it may be
+// one: its first points average a batch or two and rise or fall as it finds
+// its level. The mean of k batches, m_k, implies the k-th batch's loss,
+// k·m_k − (k−1)·m_{k−1}, which is positive; any other series that moves
+// implies one at or below zero within a few points. A quiet loss (a robust
+// spread under 1%) is judged all the same: a mean of a batch or two swings
+// by the batches' noise. A validation accuracy (val/test/eval keys with
+// "acc") is judged at its 8th point: within 0.05 (or three times its steps'
+// noise) of where it started and no better than a coin (0.5), or not moved
+// at all (short of perfect), it sits at chance. The evidence is where it
+// started, its worst point and its level now; a loss that blew up on the way
+// gets the fix for a learning rate too high, one that never moved the fix
+// for a model that does not learn. "Converging", the running-mean rule that
+// keeps the divergence detector quiet while a young stream takes ever
+// smaller steps, needs a stream that never blew up: a loss falling back from
+// a blow-up also takes smaller and smaller steps.
 //
 // The warm-up, z and the smallest drop were fitted (TestFitProgress, run
 // with -fit: warm-up 8, 10 or 15, the accuracy's 6, 8 or 10, z 2, 3 or 4,

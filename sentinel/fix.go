@@ -22,7 +22,7 @@ var fixes = map[Kind]string{
 	NoProgress: "The model is not learning: if the loss blew up first, lower the learning rate (e.g. lr ×0.1) and " +
 		"add warm-up and gradient clipping; if it never moved, the learning rate may be far too low (raise it ×10), " +
 		"the units dead from the start (check the initialisation, a frozen model, a zero learning rate) or the " +
-		"labels not matching the inputs (shuffled apart from them).",
+		"labels not matching the inputs (shuffled separately from them).",
 	Plateau: "The objective stopped improving: stop early and keep the best checkpoint, or decay the learning " +
 		"rate (ReduceLROnPlateau); if it plateaued high, the model may be too small or the learning rate too low.",
 	Hang: "The process is alive but has reported nothing: look at its log for a deadlock (DataLoader workers, " +

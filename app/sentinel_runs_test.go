@@ -172,6 +172,74 @@ func TestSentinelRunCorpusThroughTheEngine(t *testing.T) {
 	}
 }
 
+// The corpus' healthy runs again, as Lightning's CSVLogger writes them
+// (lightning_logs/version_0/metrics.csv in the stage folder, read by the
+// engine's CSV follower, not from stdout): the sentinel raises nothing on
+// them either.
+func TestSentinelHealthyRunsAsCSVRaiseNothing(t *testing.T) {
+	tempHome(t)
+	dir, err := filepath.Abs(filepath.Join("..", "sentinel", "testdata", "runs"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	require.NoError(t, err)
+	var runs []corpusRun
+	require.NoError(t, json.Unmarshal(b, &runs))
+	cols := []string{"step", "loss", "val_loss", "val_acc", "grad_norm", "lr"}
+	tmp := t.TempDir()
+	var y strings.Builder
+	y.WriteString("name: sentinel-csv\nobjective: {metric: loss, goal: min}\nstages:\n")
+	n := 0
+	for _, r := range runs {
+		if r.Label != "healthy" {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, r.Name+".jsonl"))
+		require.NoError(t, err)
+		var csv strings.Builder
+		csv.WriteString(strings.Join(cols, ",") + "\n")
+		points := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(src)), "\n") {
+			var m map[string]float64
+			require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+			var cells []string
+			for _, c := range cols {
+				if v, ok := m[c]; ok {
+					cells = append(cells, fmt.Sprint(v))
+				} else {
+					cells = append(cells, "") // a regression has no accuracy
+				}
+			}
+			csv.WriteString(strings.Join(cells, ",") + "\n")
+			points++
+		}
+		require.Greater(t, points, 30)
+		path := filepath.Join(tmp, r.Name+".csv")
+		require.NoError(t, os.WriteFile(path, []byte(csv.String()), 0o644))
+		fmt.Fprintf(&y, "  - name: h%02d\n    command: [sh, -c, 'mkdir -p \"$0/lightning_logs/version_0\" && "+
+			"cp \"$1\" \"$0/lightning_logs/version_0/metrics.csv\"', \"${stage_dir}\", %q]\n", n, path)
+		n++
+	}
+	require.GreaterOrEqual(t, n, 20)
+	code, out, errOut := niuma(t, "run", writeTemplate(t, y.String()), "--wait")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	s := showJSONOf(t, runID(t, out))
+	read := 0
+	for _, m := range s.Metrics {
+		if m.Key == "loss" {
+			read++
+			assert.Greater(t, m.Points, 30, "%s: the CSV's loss was read", m.Stage)
+		}
+	}
+	assert.Equal(t, n, read, "every stage's CSV was read")
+	code, out, errOut = niuma(t, "show", runID(t, out), "--json")
+	require.Equal(t, 0, code, errOut)
+	var shown struct {
+		Anomalies []shownAnomaly `json:"anomalies"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	assert.Empty(t, shown.Anomalies)
+}
+
 // A run that blows up at its second logged point and then stays at or above
 // its first loss, its validation accuracy at chance, is flagged as
 // divergence or no progress through `niuma run`, with the evidence and a

@@ -76,6 +76,11 @@ func (s *Sentinel) progressDetector(st *stream, at *attemptState, p Point, out [
 		}
 		pr.prev = v
 		v = math.Log(v)
+		// Judged or not, a blow-up is remembered: a loss falling back from
+		// one is not converging.
+		if len(pr.vals) > 0 && v-s.start(pr) >= math.Log(s.cfg.ExplodeFactor) {
+			pr.blewUp = true
+		}
 	}
 	if pr.judged || len(pr.vals) >= s.cfg.ProgressMaxPoints {
 		return out
@@ -110,12 +115,9 @@ func (s *Sentinel) progressDetector(st *stream, at *attemptState, p Point, out [
 		return out
 	}
 	start := s.start(pr)
-	if v-start >= math.Log(s.cfg.ExplodeFactor) {
-		pr.blewUp = true
-		if !st.fired[Divergence] && n <= s.cfg.SpikeMinPoints {
-			st.fired[Divergence] = true
-			out = append(out, s.explodedAnomaly(st, p, math.Exp(start), n))
-		}
+	if v-start >= math.Log(s.cfg.ExplodeFactor) && !st.fired[Divergence] && n <= s.cfg.SpikeMinPoints {
+		st.fired[Divergence] = true
+		out = append(out, s.explodedAnomaly(st, p, math.Exp(start), n))
 	}
 	if n < s.cfg.ProgressWarmup {
 		return out

@@ -92,7 +92,7 @@ func (s *Sentinel) progressDetector(st *stream, at *attemptState, p Point, out [
 			return out
 		}
 		pr.judged = true
-		b := max(2, n/3)
+		b := min(n, max(2, n/3))
 		s.scratch = append(s.scratch[:0], pr.vals[:b]...)
 		start := median(s.scratch)
 		s.scratch = append(s.scratch[:0], pr.vals[n-b:]...)
@@ -134,7 +134,7 @@ func (s *Sentinel) progressDetector(st *stream, at *attemptState, p Point, out [
 	}
 	// Where it started: the first quarter, blow-ups left out; where it is:
 	// the last quarter.
-	b := max(s.cfg.ProgressFirst, n/4)
+	b := min(n, max(s.cfg.ProgressFirst, n/4))
 	s.scratch = s.scratch[:0]
 	for _, x := range pr.vals[:b] {
 		if x-start < math.Log(s.cfg.ExplodeFactor) {

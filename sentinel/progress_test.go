@@ -85,3 +85,12 @@ func TestAccuracyAtChance(t *testing.T) {
 	percent := []float64{10, 11, 9, 10, 12, 10, 11, 10, 10}
 	assert.Equal(t, []sentinel.Kind{sentinel.NoProgress}, kinds(sentinel.New(sentinel.Config{}).ObserveAll(points("val_accuracy", percent...))))
 }
+
+// Warm-ups shorter than the blocks they compare are no panic.
+func TestProgressWithShortWarmups(t *testing.T) {
+	s := sentinel.New(sentinel.Config{ProgressWarmup: 2, AccWarmup: 1})
+	for i := range 20 {
+		s.Observe(sentinel.Point{Run: "r", Stage: "train", Attempt: 1, Key: "loss", Step: int64(i), Value: 1})
+		s.Observe(sentinel.Point{Run: "r", Stage: "train", Attempt: 1, Key: "val_acc", Step: int64(i), Value: 0.1})
+	}
+}

@@ -121,7 +121,7 @@ const (
 // Scope returns the scope of a kind.
 func (k Kind) Scope() Scope {
 	switch k {
-	case NaN, LossSpike, Divergence, GradExplosion, Plateau, Hang, CUDAOOM:
+	case NaN, LossSpike, Divergence, GradExplosion, NoProgress, Plateau, Hang, CUDAOOM:
 		return ScopeRun
 	case QueueStuck:
 		return ScopeQueue

@@ -43,6 +43,30 @@ type Config struct {
 	// best; a loss that climbs away is divergence, not a plateau.
 	PlateauBand float64
 
+	// Progress. From ProgressWarmup points on (and up to ProgressMaxPoints),
+	// a training loss is compared with where it started: the median of its
+	// first quarter (at least ProgressFirst values, blow-ups left out)
+	// against the median of its last quarter, on log scale, with the
+	// standard error of that difference from the two quarters' spreads.
+	// Once the drop is surely below ProgressMinDrop (drop + ProgressZ·se <
+	// ProgressMinDrop) it makes no progress; once it is surely above, it
+	// does, and is judged no more. A validation accuracy whose level at
+	// AccWarmup points (the median of its last third) is within AccNoise
+	// (or three times its steps' noise) of where it started (the median of
+	// its first third) and no better than AccChance (a coin's), or that has
+	// not moved at all (short of perfect), is at chance. A training loss that
+	// reaches ExplodeFactor times where it started before the spike
+	// detector has a window (SpikeMinPoints values) has diverged.
+	ProgressWarmup    int
+	ProgressMaxPoints int
+	ProgressFirst     int
+	ProgressZ         float64
+	ProgressMinDrop   float64
+	ExplodeFactor     float64
+	AccWarmup         int
+	AccNoise          float64
+	AccChance         float64
+
 	// Hang: no metric line for max(HangMin, HangFactor × the median gap
 	// between lines) while the attempt runs.
 	HangMin    time.Duration
@@ -87,39 +111,48 @@ type Config struct {
 // DefaultConfig returns the configuration the evaluation was run with.
 func DefaultConfig() Config {
 	return Config{
-		Objective:        "loss",
-		SpikeWindow:      30,
-		SpikeMinPoints:   8,
-		SpikeZ:           8,
-		SpikeMinRatio:    1.5,
-		DivWindow:        50,
-		DivLevelWindow:   25,
-		DivWarmup:        5,
-		DivK:             1.25,
-		DivH:             8,
-		DivClip:          3,
-		DivFloor:         0.05,
-		GradWindow:       30,
-		GradFactor:       10,
-		PlateauPatience:  100,
-		PlateauSmooth:    15,
-		PlateauMinDelta:  0.01,
-		PlateauBand:      0.1,
-		HangMin:          2 * time.Minute,
-		HangFactor:       20,
-		HotMargin:        5,
-		HotSamples:       3,
-		LeakWindow:       80,
-		LeakT:            4,
-		LeakMinGrowthMiB: 64,
-		StallWindow:      64,
-		StallLow:         10,
-		StallShare:       0.15,
-		StallMaxShare:    0.9,
-		StallACF:         0.3,
-		IdleUtil:         2,
-		IdleAfter:        10 * time.Minute,
-		QueueAfter:       30 * time.Minute,
-		QueueNeverAfter:  2 * time.Minute,
+		Objective:         "loss",
+		SpikeWindow:       30,
+		SpikeMinPoints:    8,
+		SpikeZ:            8,
+		SpikeMinRatio:     1.5,
+		DivWindow:         50,
+		DivLevelWindow:    25,
+		DivWarmup:         5,
+		DivK:              1.25,
+		DivH:              8,
+		DivClip:           3,
+		DivFloor:          0.05,
+		GradWindow:        30,
+		GradFactor:        10,
+		PlateauPatience:   100,
+		PlateauSmooth:     15,
+		PlateauMinDelta:   0.01,
+		PlateauBand:       0.1,
+		ProgressWarmup:    8,
+		ProgressMaxPoints: 100,
+		ProgressFirst:     5,
+		ProgressZ:         4,
+		ProgressMinDrop:   0.02,
+		ExplodeFactor:     10,
+		AccWarmup:         8,
+		AccNoise:          0.05,
+		AccChance:         0.5,
+		HangMin:           2 * time.Minute,
+		HangFactor:        20,
+		HotMargin:         5,
+		HotSamples:        3,
+		LeakWindow:        80,
+		LeakT:             4,
+		LeakMinGrowthMiB:  64,
+		StallWindow:       64,
+		StallLow:          10,
+		StallShare:        0.15,
+		StallMaxShare:     0.9,
+		StallACF:          0.3,
+		IdleUtil:          2,
+		IdleAfter:         10 * time.Minute,
+		QueueAfter:        30 * time.Minute,
+		QueueNeverAfter:   2 * time.Minute,
 	}
 }

@@ -58,3 +58,66 @@ func TestFitDivergence(t *testing.T) {
 			i+1, r.k, r.h, r.clip, r.win, r.warm, r.fp, r.recall, r.delay)
 	}
 }
+
+// TestFitProgress is how the progress detector's warm-up, its z and its
+// smallest drop were chosen: a grid search on the tuning half of the run
+// corpus (testdata/runs; the test half is never looked at here) and on
+// generated metric cases from the fitting seeds (10000 and up: every one
+// of them, healthy or not, is a negative for no_progress), and on the
+// first 200 points of Keras-style running means (seeds 1001-1100; the unit
+// tests use 1-20), healthy too. The rule: no no_progress flag on a
+// generated case, a running mean or a healthy run of the tuning half, then the highest recall of the tuning half's no_progress runs,
+// then the shortest median delay. Run it with:
+// go test ./sentinel -run FitProgress -fit -v
+func TestFitProgress(t *testing.T) {
+	if !*fitFlag {
+		t.Skip("the parameter fit runs with -fit")
+	}
+	cases := generatedMetricCases(10000, 20)
+	rs := half(loadRuns(t), "tune")
+	lines := loadRunLines(t, rs)
+	type result struct {
+		warm, acc     int
+		z, drop       float64
+		fp            int
+		recall, delay float64
+	}
+	var res []result
+	for _, warm := range []int{8, 10, 15} {
+		for _, acc := range []int{6, 8, 10} {
+			for _, z := range []float64{2, 3, 4} {
+				for _, drop := range []float64{0.02, 0.05} {
+					cfg := sentinel.DefaultConfig()
+					cfg.ProgressWarmup, cfg.AccWarmup, cfg.ProgressZ, cfg.ProgressMinDrop = warm, acc, z, drop
+					fp := evaluate(cfg, cases)[sentinel.NoProgress].fp
+					for seed := uint64(1001); seed <= 1100; seed++ {
+						for _, a := range sentinel.New(cfg).ObserveAll(sentinel.KerasRunningMean(seed, 1, 200, 0.5, 0.8)) {
+							if a.Kind == sentinel.NoProgress {
+								fp++
+							}
+						}
+					}
+					sc := scoreRuns(t, cfg, rs, lines)
+					fp += sc.fp[sentinel.NoProgress]
+					k := string(sentinel.NoProgress)
+					res = append(res, result{warm, acc, z, drop, fp, ratio(sc.found[k], sc.cases[k]), medianOf(sc.delays[k])})
+				}
+			}
+		}
+	}
+	slices.SortFunc(res, func(a, b result) int {
+		switch {
+		case a.fp != b.fp:
+			return a.fp - b.fp
+		case a.recall != b.recall:
+			return int(math.Copysign(1, b.recall-a.recall))
+		case a.delay != b.delay:
+			return int(math.Copysign(1, a.delay-b.delay))
+		}
+		return 0
+	})
+	for i, r := range res[:min(15, len(res))] {
+		t.Logf("#%d warm-up=%d accuracy warm-up=%d z=%.0f drop=%.2f: false alarms %d, recall %.3f, median delay %.1f points",
+			i+1, r.warm, r.acc, r.z, r.drop, r.fp, r.recall, r.delay)
+	}
+}

@@ -19,6 +19,10 @@ var fixes = map[Kind]string{
 		"gradient clipping and a schedule with warm-up; with SGD, lower the momentum or switch to Adam.",
 	GradExplosion: "Clip gradients (e.g. clip_grad_norm_ at 1.0), lower the learning rate, add warm-up; " +
 		"check normalisation layers and the weight initialisation.",
+	NoProgress: "The model is not learning: if the loss blew up first, lower the learning rate (e.g. lr ×0.1) and " +
+		"add warm-up and gradient clipping; if it never moved, the learning rate may be far too low (raise it ×10), " +
+		"the units dead from the start (check the initialisation, a frozen model, a zero learning rate) or the " +
+		"labels not matching the inputs (shuffled separately from them).",
 	Plateau: "The objective stopped improving: stop early and keep the best checkpoint, or decay the learning " +
 		"rate (ReduceLROnPlateau); if it plateaued high, the model may be too small or the learning rate too low.",
 	Hang: "The process is alive but has reported nothing: look at its log for a deadlock (DataLoader workers, " +
@@ -40,6 +44,12 @@ var fixes = map[Kind]string{
 		"new), look at `nvidia-smi -q` and the kernel log; uncorrectable ECC errors or a GPU off the bus need a " +
 		"reset or a reboot, and a repeat needs the vendor.",
 }
+
+// blewUpFix is no progress's fix when the loss blew up before it settled
+// no lower than where it started: the step was too large.
+const blewUpFix = "The loss blew up and never came back below where it started: the learning rate is too high " +
+	"for this model: lower it (e.g. lr ×0.1), add warm-up (a few hundred steps from a small learning rate) and " +
+	"gradient clipping (e.g. clip_grad_norm_ at 1.0)."
 
 // FixFor returns the suggested fix for a kind ("" for an unknown kind).
 func FixFor(k Kind) string { return fixes[k] }

@@ -64,6 +64,15 @@ func New(cfg Config) *Sentinel {
 	filli(&cfg.PlateauSmooth, d.PlateauSmooth)
 	fill(&cfg.PlateauMinDelta, d.PlateauMinDelta)
 	fill(&cfg.PlateauBand, d.PlateauBand)
+	filli(&cfg.ProgressWarmup, d.ProgressWarmup)
+	filli(&cfg.ProgressMaxPoints, d.ProgressMaxPoints)
+	filli(&cfg.ProgressFirst, d.ProgressFirst)
+	fill(&cfg.ProgressZ, d.ProgressZ)
+	fill(&cfg.ProgressMinDrop, d.ProgressMinDrop)
+	fill(&cfg.ExplodeFactor, d.ExplodeFactor)
+	filli(&cfg.AccWarmup, d.AccWarmup)
+	fill(&cfg.AccNoise, d.AccNoise)
+	fill(&cfg.AccChance, d.AccChance)
 	filld(&cfg.HangMin, d.HangMin)
 	fill(&cfg.HangFactor, d.HangFactor)
 	fill(&cfg.HotMargin, d.HotMargin)
@@ -133,6 +142,7 @@ const (
 	roleLoss      role = 1 << iota // spike, divergence
 	roleGrad                       // gradient explosion
 	roleObjective                  // plateau
+	roleAccuracy                   // no progress: a validation accuracy at chance
 )
 
 // roleOf classifies a metric name. Training losses feed the spike and
@@ -141,9 +151,12 @@ const (
 func (s *Sentinel) roleOf(run, key string) (role, bool) {
 	var r role
 	k := strings.ToLower(key)
-	if strings.Contains(k, "loss") && !strings.HasPrefix(k, "val") && !strings.HasPrefix(k, "test") &&
-		!strings.HasPrefix(k, "eval") {
+	held := strings.HasPrefix(k, "val") || strings.HasPrefix(k, "test") || strings.HasPrefix(k, "eval")
+	if strings.Contains(k, "loss") && !held {
 		r |= roleLoss
+	}
+	if strings.Contains(k, "acc") && held {
+		r |= roleAccuracy
 	}
 	if strings.Contains(k, "grad") && strings.Contains(k, "norm") {
 		r |= roleGrad
@@ -195,6 +208,9 @@ type stream struct {
 	// grad
 	grads ring
 
+	// progress (loss and validation accuracy)
+	prog progress
+
 	// plateau
 	maximize  bool
 	recent    ring
@@ -209,7 +225,8 @@ type attemptState struct {
 	lastStep int64
 	gaps     ring // seconds between metric lines
 	ended    bool
-	fired    bool
+	fired    bool // hang
+	stuck    bool // no progress: said once per attempt, whichever metric said it first
 }
 
 // Observe feeds one metric point and returns the anomalies it tipped.
@@ -273,6 +290,11 @@ func (s *Sentinel) observe(p Point, out []Anomaly) []Anomaly {
 			out = append(out, s.nanAnomaly(p))
 		}
 		return out
+	}
+	if st.role&(roleLoss|roleAccuracy) != 0 {
+		// First: a loss that blew up before the spike detector has a
+		// window is divergence, and the detectors below then stay quiet.
+		out = s.progressDetector(st, at, p, out)
 	}
 	if st.role&roleLoss != 0 {
 		out = s.lossDetectors(st, p, out)
@@ -339,13 +361,29 @@ func (s *Sentinel) lossDetectors(st *stream, p Point, out []Anomaly) []Anomaly {
 // judgeLoss runs the spike and divergence detectors on one value y (log
 // scale unless the stream is raw) of point p.
 func (s *Sentinel) judgeLoss(st *stream, y float64, p Point, out []Anomaly) []Anomaly {
+	incMAD, hasIncMAD := 0.0, false // the MAD of the recent increments, once per point
+	stepMAD := func() float64 {
+		if !hasIncMAD {
+			s.scratch = st.incs.values(s.scratch[:0])
+			_, incMAD, s.scratch2 = medianMAD(s.scratch, s.scratch2)
+			hasIncMAD = true
+		}
+		return incMAD
+	}
 	// Loss spike: robust z-score against the previous window. Once the
 	// stream diverges, every later value is "a spike": say it once.
 	if !st.fired[LossSpike] && !st.fired[Divergence] && st.logs.len() >= s.cfg.SpikeMinPoints {
 		s.scratch = st.logs.values(s.scratch[:0])
 		med, mad, sc := medianMAD(s.scratch, s.scratch2)
 		s.scratch2 = sc
-		scale := max(1.4826*mad, s.floor(st, med))
+		scale := 1.4826 * mad
+		if st.incs.len() >= s.cfg.SpikeMinPoints {
+			// A loss still falling fast spreads its window by its trend;
+			// its steps' spread is its noise (half as much again, since a
+			// step is the difference of two noisy values).
+			scale = min(scale, 1.4826*stepMAD()/math.Sqrt2)
+		}
+		scale = max(scale, s.floor(st, med))
 		z := (y - med) / scale
 		ratioOK := st.raw || y-med >= math.Log(s.cfg.SpikeMinRatio)
 		if z >= s.cfg.SpikeZ && ratioOK {
@@ -359,11 +397,7 @@ func (s *Sentinel) judgeLoss(st *stream, y float64, p Point, out []Anomaly) []An
 	// it alone.
 	// It waits for DivWarmup increments to know the noise.
 	if st.hasPrev && st.hasRef && !st.fired[Divergence] && st.incs.len() >= s.cfg.DivWarmup && !s.converging(st) {
-		scale := s.floor(st, st.ref)
-		s.scratch = st.incs.values(s.scratch[:0])
-		_, mad, sc := medianMAD(s.scratch, s.scratch2)
-		s.scratch2 = sc
-		scale = max(scale, 1.4826*mad/math.Sqrt2)
+		scale := max(s.floor(st, st.ref), 1.4826*stepMAD()/math.Sqrt2)
 		u := min(max((y-st.ref)/scale, -s.cfg.DivClip), s.cfg.DivClip)
 		if st.cusum == 0 {
 			st.cusumAt = p.Step
@@ -409,12 +443,14 @@ const (
 )
 
 // converging reports whether a young stream (its first 4·runningMeanMinN
-// points, no restart seen yet) moves in ever smaller steps: its recent
-// steps are half its first ones or less. That is a running mean
-// settling (or a loss falling fast): a rise in it is the mean finding its
-// level, not divergence.
+// points, no restart seen yet) is going down in ever smaller steps: its
+// recent steps are half its first ones or less, and it has never blown up
+// (reached Config.ExplodeFactor times where it started). That is a running
+// mean settling (or a loss falling fast): a rise in it is the mean finding
+// its level, not divergence. A loss falling back from a blow-up also takes
+// ever smaller steps, but it is not converging.
 func (s *Sentinel) converging(st *stream) bool {
-	if st.resets > 0 || st.segN > 4*runningMeanMinN || len(st.early) < 5 || st.arrIncs.len() < 5 {
+	if st.resets > 0 || st.segN > 4*runningMeanMinN || len(st.early) < 5 || st.arrIncs.len() < 5 || st.prog.blewUp {
 		return false
 	}
 	s.scratch = st.arrIncs.values(s.scratch[:0])

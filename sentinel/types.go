@@ -91,13 +91,17 @@ const (
 	Divergence    Kind = "divergence"
 	GradExplosion Kind = "grad_explosion"
 	Plateau       Kind = "plateau"
-	Hang          Kind = "hang"
-	Overheating   Kind = "overheating"
-	MemoryLeak    Kind = "memory_leak"
-	DataStall     Kind = "data_stall"
-	IdleGPU       Kind = "idle_gpu"
-	QueueStuck    Kind = "queue_stuck"
-	GPUHealth     Kind = "gpu_health"
+	// NoProgress is a run that is not learning: after its warm-up the loss
+	// is no lower than where it started, or its validation accuracy sits
+	// at chance.
+	NoProgress  Kind = "no_progress"
+	Hang        Kind = "hang"
+	Overheating Kind = "overheating"
+	MemoryLeak  Kind = "memory_leak"
+	DataStall   Kind = "data_stall"
+	IdleGPU     Kind = "idle_gpu"
+	QueueStuck  Kind = "queue_stuck"
+	GPUHealth   Kind = "gpu_health"
 	// CUDAOOM is a stage that failed because its GPU ran out of memory
 	// (Diagnose recognises it); a template may answer it with a retry
 	// with a smaller batch.
@@ -105,7 +109,7 @@ const (
 )
 
 // Kinds lists every kind, in the order reports show them.
-var Kinds = []Kind{NaN, LossSpike, Divergence, GradExplosion, Plateau, Hang,
+var Kinds = []Kind{NaN, LossSpike, Divergence, GradExplosion, NoProgress, Plateau, Hang,
 	Overheating, MemoryLeak, DataStall, IdleGPU, QueueStuck, GPUHealth}
 
 // FailureKinds are kinds no detector raises: Diagnose recognises them in a

@@ -418,15 +418,18 @@ func (s *sharing) shareText(r *Reason, t *team) string {
 	if name == "" {
 		name = "(none)"
 	}
-	switch r.Code {
-	case WaitTeamBorrow:
+	switch {
+	case r.Code == WaitTeamBorrow:
 		fmt.Fprintf(&b, "team %s holds %s of its %s GPUs and may borrow at most %s more", name, gpuCount(t.held),
 			gpuCount(t.Nominal), gpuCount(t.BorrowLimit))
+	case t.held+1e-9 < t.Nominal:
+		fmt.Fprintf(&b, "team %s's share (%s GPUs) is asked for by its runs ahead (%s held)", name, gpuCount(t.Nominal),
+			gpuCount(t.held))
 	default:
 		fmt.Fprintf(&b, "team %s is at its share (%s of %s GPUs)", name, gpuCount(t.held), gpuCount(t.Nominal))
-		if s.kept > 0 {
-			fmt.Fprintf(&b, ", and %s idle GPU(s) are kept for their teams", gpuCount(s.kept))
-		}
+	}
+	if r.Code == WaitTeamShare && s.kept > 0 {
+		fmt.Fprintf(&b, ", and %s idle GPU(s) are kept for their teams", gpuCount(s.kept))
 	}
 	if lent := s.lentTo(t.Name); lent != "" {
 		b.WriteString("; " + lent)

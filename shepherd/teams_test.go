@@ -148,3 +148,20 @@ func TestEquiv(t *testing.T) {
 	require.Equal(t, 1.0, Equiv(2, 40*gib, 80*gib, true))
 	require.Equal(t, 1.0, Equiv(1, 40*gib, 0, true), "unknown memory counts whole")
 }
+
+func TestTeamsShareAskedForAhead(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// nlp holds nothing; its first run takes its one-GPU share, the second
+	// borrows and, with no GPU free, waits: its reason says the share is
+	// asked for by the run ahead, not that nlp holds it.
+	inv := machine(8, 80, 0, 0, 0)
+	running := []Running{whole("v0", "vision", "G1", t0), whole("v1", "vision", "G2", t0), whole("v2", "vision", "G3", t0)}
+	q := []Request{
+		{ID: "a", Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0},
+		{ID: "b", Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0.Add(time.Second)},
+	}
+	d := NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
+	require.True(t, d[0].Placed())
+	require.Equal(t, WaitTeamShare, d[1].Reason.Code)
+	require.Contains(t, d[1].Wait, "team nlp's share (1 GPUs) is asked for by its runs ahead (0 held)")
+}

@@ -18,7 +18,7 @@ const NoLimit = -1
 // GPU is reclaimed (its run preempted) when the owner wants it back.
 type Team struct {
 	Name    string
-	Nominal float64 // GPUs owed to it, in whole-GPU equivalents
+	Nominal float64 // GPUs owed to it; a team holds each GPU its runs are on
 	// BorrowLimit is the most GPUs above Nominal it may hold (NoLimit: as
 	// many as are idle); LendLimit the most of its idle Nominal others may
 	// borrow (NoLimit: all of it). The rest of its idle share stays idle,
@@ -56,9 +56,10 @@ type team struct {
 	known  bool
 }
 
-// Equiv is what a placement of gpus GPUs with memMiB each counts against
-// a team's share: a whole GPU for each it may not share, else the part of
-// a GPU's memory (of totalMiB; unknown counts whole) it holds.
+// Equiv is the GPUs' worth a placement of gpus GPUs with memMiB each
+// uses, for charging its team's usage (Usage): a whole GPU for each it may
+// not share, else the part of a GPU's memory (of totalMiB; unknown counts
+// whole) it holds. Against a team's share, a GPU counts whole.
 func Equiv(gpus int, memMiB, totalMiB int64, shareable bool) float64 {
 	if !shareable || totalMiB <= 0 || memMiB <= 0 {
 		return float64(gpus)
@@ -77,7 +78,6 @@ type Borrowing struct {
 // holds, which runs borrow, and the requests it ranks.
 type sharing struct {
 	teams    map[string]*team
-	gpuMiB   int64
 	capacity float64 // GPUs of the machine
 	borrowed map[string]bool
 	// kept is the idle share that LendLimits keep from borrowers.
@@ -86,17 +86,11 @@ type sharing struct {
 
 func newSharing(st *State) *sharing {
 	s := &sharing{teams: map[string]*team{}, borrowed: map[string]bool{}}
-	var total int64
 	n := 0
 	for _, g := range st.Inventory.GPUs {
-		if g.Parent != "" { // a MIG slice: its physical GPU counts once
-			continue
+		if g.Parent == "" { // a MIG slice: its physical GPU counts once
+			n++
 		}
-		total += g.TotalMiB
-		n++
-	}
-	if n > 0 {
-		s.gpuMiB = total / int64(n)
 	}
 	s.capacity = float64(n)
 	for _, t := range st.Teams.Teams {
@@ -105,12 +99,12 @@ func newSharing(st *State) *sharing {
 	byTeam := map[string][]*Running{}
 	for i := range st.Running {
 		r := &st.Running[i]
-		t := s.team(r.Team)
-		t.held += s.equivRunning(r)
+		s.team(r.Team)
 		byTeam[r.Team] = append(byTeam[r.Team], r)
 	}
-	// Within a team, the runs started last are the ones beyond its share:
-	// a team's first Nominal GPUs are its own, whatever started when.
+	// A team holds the GPUs its runs are on (OneTeam gives no other team a
+	// place on them). Within a team, the runs started last are the ones
+	// beyond its share: its first Nominal GPUs are its own.
 	for name, rs := range byTeam {
 		slices.SortStableFunc(rs, func(a, b *Running) int {
 			if c := a.Start.Compare(b.Start); c != 0 {
@@ -118,16 +112,23 @@ func newSharing(st *State) *sharing {
 			}
 			return strings.Compare(a.ID, b.ID)
 		})
-		acc, nom := 0.0, s.teams[name].Nominal
+		t := s.teams[name]
+		on := map[string]bool{}
 		for _, r := range rs {
-			e := s.equivRunning(r)
-			acc += e
-			if acc > nom+1e-9 {
+			added := 0
+			for _, u := range r.GPUs {
+				if !on[u] {
+					on[u] = true
+					added++
+				}
+			}
+			if float64(len(on)) > t.Nominal+1e-9 {
 				s.borrowed[r.ID] = true
 			} else {
-				s.teams[name].kept += e
+				t.kept += float64(added)
 			}
 		}
+		t.held = float64(len(on))
 	}
 	s.fairLevels(st.Teams.Usage)
 	for _, t := range s.teams {
@@ -149,13 +150,11 @@ func (s *sharing) team(name string) *team {
 	return t
 }
 
-func (s *sharing) equivRunning(r *Running) float64 {
-	return Equiv(len(r.GPUs), r.MemPerGPUMiB, s.gpuMiB, r.Shareable)
-}
+// equivRunning and equivRequest are the GPUs a placement holds: whole,
+// since no other team may share them.
+func (s *sharing) equivRunning(r *Running) float64 { return float64(len(r.GPUs)) }
 
-func (s *sharing) equivRequest(r *Request) float64 {
-	return Equiv(r.GPUs, r.MemPerGPUMiB, s.gpuMiB, r.Shareable)
-}
+func (s *sharing) equivRequest(r *Request) float64 { return float64(r.GPUs) }
 
 // fairLevels sets each team's fair-share level from its decayed usage
 // against its share: F = 2^(−U/S), U and S normalised over the teams

@@ -525,6 +525,9 @@ func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.J
 		Container: containerOf(rt),
 	}
 	st, _ := lr.tmpl.Stage(name)
+	// What the stage says it uses, a backend on the host enforces; the
+	// CPU the shepherd counts for a stage that says nothing is no limit.
+	job.Limits = executor.Limits{MemoryMiB: st.MemMiB, CPUMilli: st.CPUMilli}
 	// The workload sees the run and code directories where its executor
 	// puts them (a container's mounts), and so do its ${...} and env.
 	runDir, codeDir, data := r.Dir, job.CodeDir, job.DataDir

@@ -69,6 +69,9 @@ type Job struct {
 
 	// Container tunes a container backend's sandbox; others ignore it.
 	Container Container
+	// Limits are what the stage's memory: and cpus: say, for a backend
+	// that enforces them on the host (local: the attempt's cgroup).
+	Limits Limits
 
 	// StdoutPath and StderrPath are host files the attempt's output goes
 	// to. The engine follows StdoutPath for metrics.
@@ -95,6 +98,13 @@ type Cluster struct {
 	Partition string
 	Account   string
 	QOS       string
+}
+
+// Limits cap what one attempt may use of the host; zero fields are
+// unlimited.
+type Limits struct {
+	MemoryMiB int64
+	CPUMilli  int64 // thousandths of a CPU
 }
 
 // Container is what a template may say about a stage's container. Zero

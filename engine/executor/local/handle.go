@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"niuma/engine/executor"
+	"niuma/engine/executor/cgroup"
 	"niuma/engine/executor/logcap"
 )
 
@@ -30,6 +31,7 @@ const groupPollInterval = 50 * time.Millisecond
 // handle is one running local attempt.
 type handle struct {
 	ref     ref
+	group   *cgroup.Group // nil: the attempt's processes are found by its token
 	adopted bool
 	done    chan struct{}
 	exit    executor.Exit // set before done is closed
@@ -99,9 +101,12 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 			}
 		case <-t.C:
 			err := syscall.Kill(-pgid, syscall.SIGKILL)
-			// And what left the group (setsid, a double fork) but
-			// carries the attempt's token.
-			reapLeftovers(h.ref.Token)
+			// And what left the process group (setsid, a double
+			// fork): in the attempt's cgroup, or carrying its token.
+			h.reap()
+			if h.group != nil {
+				_ = h.group.Remove()
+			}
 			if errors.Is(err, syscall.ESRCH) {
 				return nil
 			}
@@ -148,14 +153,12 @@ func (h *handle) poll() {
 		}
 		ex, ok := readExitFile(h.ref.ExitFile)
 		if !ok {
-			if len(tokenProcesses(h.ref.Token)) > 0 {
+			if h.members() {
 				continue
 			}
 			ex = executor.Exit{Code: -1, Lost: true, Reason: "the process ended while Niuma was away and left no exit status (killed by a signal?)"}
-		} else {
-			reapLeftovers(h.ref.Token)
 		}
-		h.exit = ex
+		h.exit = h.settle(ex)
 		close(h.done)
 		return
 	}

@@ -15,7 +15,6 @@ import (
 	"niuma/engine"
 	"niuma/engine/executor"
 	"niuma/engine/executor/docker"
-	"niuma/engine/executor/local"
 	"niuma/engine/executor/slurm"
 	"niuma/engine/sandbox"
 	"niuma/gpumon"
@@ -82,7 +81,7 @@ func open(logOut io.Writer) (*stack, error) {
 		db.Close()
 		return nil, err
 	}
-	lx := local.New()
+	lx := localExecutor()
 	lx.LogCap = logCap
 	execs := []executor.Executor{lx}
 	// The slurm executor is there wherever Slurm's tools are; its stages

@@ -75,6 +75,22 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 		defer tk.Stop()
 		waitTick = tk.C
 	}
+	// A paused attempt (its disk is full) says so in its stage's reason,
+	// told every tick: a reason the full disk kept from being stored is
+	// tried again.
+	pauser, _ := h.(executor.Pauser)
+	var pauseTick <-chan time.Time
+	lastPaused := ""
+	defer func() {
+		if lastPaused != "" && e.writer != nil {
+			e.writer.SetPaused(job.RunID, job.Stage, "")
+		}
+	}()
+	if pauser != nil && waiter == nil {
+		tk := time.NewTicker(e.opts.PollInterval)
+		defer tk.Stop()
+		pauseTick = tk.C
+	}
 	waited := make(chan executor.Exit, 1)
 	wctx, stopWait := context.WithCancel(ctx)
 	defer stopWait()
@@ -103,6 +119,15 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 				if timeoutSec > 0 {
 					armTimeout()
 				}
+			}
+		case <-pauseTick:
+			why := pauser.Paused()
+			if why != "" || lastPaused != "" {
+				if why != lastPaused && e.writer != nil {
+					e.writer.SetPaused(job.RunID, job.Stage, why)
+				}
+				lastPaused = why
+				e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, waiting: &why})
 			}
 		case <-timedOut:
 			timedOut = nil

@@ -261,3 +261,12 @@ type Placer interface {
 type Waiter interface {
 	Waiting() string
 }
+
+// Pauser is implemented by handles whose attempt the backend may pause
+// while it runs (the local executor freezes an attempt's cgroup while its
+// disk is full, so that nothing it writes is lost). Paused says why in
+// words, e.g. "paused: disk full, 412 KiB free", and "" while it runs: the
+// engine shows it as the stage's reason.
+type Pauser interface {
+	Paused() string
+}

@@ -301,6 +301,9 @@ func (g *Group) limit(l Limits) error {
 	return nil
 }
 
+// Features says what the group's tree can do for it.
+func (g *Group) Features() Features { return g.t.Features() }
+
 // Path is the group's path relative to each mount: what an attempt's
 // handle stores to find it again.
 func (g *Group) Path() string { return g.rel }

@@ -3,9 +3,11 @@ package local
 import (
 	"fmt"
 	"syscall"
+	"time"
 
 	"niuma/engine/executor"
 	"niuma/engine/executor/cgroup"
+	"niuma/engine/executor/logcap"
 )
 
 // Mode says how the executor finds an attempt's processes: by its cgroup
@@ -119,4 +121,74 @@ func groupLeader(g *cgroup.Group) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// diskPoll is how often a running attempt's disk is looked at.
+const diskPoll = time.Second
+
+// watchDisk pauses the attempt while the disk holding dir (its stage
+// directory, in the data directory with the archive) is full: it freezes
+// the attempt's cgroup once less than logcap.RoomNeeded is free, and thaws
+// it once twice that is, so that what the attempt writes, and its points,
+// wait instead of being lost. Without a freezer nothing is paused: a
+// command then waits on its next write to stdout or stderr, whose capper
+// holds what it could not write (see logcap). It returns when the attempt
+// ends.
+func (h *handle) watchDisk(dir string) {
+	if h.group == nil || !h.group.Features().Freeze {
+		return
+	}
+	t := time.NewTicker(diskPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-t.C:
+		}
+		free, ok := logcap.Free(dir)
+		if !ok {
+			continue
+		}
+		h.mu.Lock()
+		switch {
+		case h.paused == "" && !h.stopping && free < logcap.RoomNeeded:
+			if h.group.Freeze() == nil {
+				h.paused = pausedWords(free)
+			}
+		case h.paused != "" && free >= 2*logcap.RoomNeeded:
+			if h.group.Thaw() == nil {
+				h.paused = ""
+			}
+		case h.paused != "":
+			h.paused = pausedWords(free)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// unpause thaws a paused attempt for good (Stop: a frozen command could
+// not act on SIGTERM).
+func (h *handle) unpause() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopping = true
+	if h.paused != "" {
+		_ = h.group.Thaw()
+		h.paused = ""
+	}
+}
+
+// Paused implements executor.Pauser.
+func (h *handle) Paused() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.paused
+}
+
+func pausedWords(free int64) string {
+	if free >= 1<<20 {
+		return fmt.Sprintf("paused: disk full, %d MiB free", free>>20)
+	}
+	return fmt.Sprintf("paused: disk full, %d KiB free", free>>10)
 }

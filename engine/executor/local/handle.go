@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,8 +34,12 @@ type handle struct {
 	ref     ref
 	group   *cgroup.Group // nil: the attempt's processes are found by its token
 	adopted bool
-	done    chan struct{}
-	exit    executor.Exit // set before done is closed
+
+	mu       sync.Mutex
+	paused   string // why the attempt is frozen ("" while it runs); see watchDisk
+	stopping bool   // Stop began: never frozen again
+	done     chan struct{}
+	exit     executor.Exit // set before done is closed
 }
 
 // ProcessGroup is the attempt's process group: the shim starts it as the
@@ -72,6 +77,7 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 	if pgid <= 1 {
 		return fmt.Errorf("refusing to signal process group %d", pgid)
 	}
+	h.unpause()
 	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil

@@ -232,6 +232,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 		h.exit = ex
 		close(h.done)
 	}()
+	go h.watchDisk(job.StageDir)
 	// Returns once the shim has claimed the attempt (its pid file is
 	// written), or has ended without.
 	buf := make([]byte, 16)
@@ -330,6 +331,7 @@ func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string
 		}
 	}
 	go h.poll()
+	go h.watchDisk(job.StageDir)
 	return h, nil
 }
 

@@ -148,7 +148,11 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 			if timeoutNote != "" && !ex.Success() {
 				ex.Reason = timeoutNote
 			}
-			e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, finished: true, exit: ex})
+			var lost int64
+			if e.writer != nil {
+				lost = e.writer.Lost(job.RunID, job.Stage, job.Attempt)
+			}
+			e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, finished: true, exit: ex, lost: lost})
 			return
 		}
 	}

@@ -97,6 +97,9 @@ type StageInfo struct {
 	// Failure, for a failed stage, is why its last attempt failed (set by
 	// Engine.Run).
 	Failure *FailureInfo `json:"failure,omitempty"`
+	// PointsLost counts its metric points that could never be stored: a
+	// stage with any is no plain success (its Reason says so).
+	PointsLost int64 `json:"points_lost"`
 }
 
 // AttemptsText says how many attempts a stage has had of how many it may
@@ -170,6 +173,7 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 			SentinelAttempts: s.SentinelAttempts,
 			ExitCode:         s.ExitCode, Reason: s.Reason, GPUs: s.GPUs, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 			ReasonCode: s.ReasonCode, GPUMemoryMiB: s.GPUMemoryMiB, CPUMilli: s.CPUMilli, MemMiB: s.MemMiB, Estimate: s.Estimate,
+			PointsLost: s.PointsLost,
 		}
 		for _, a := range attempts {
 			if a.Stage == s.Name {

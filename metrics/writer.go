@@ -128,6 +128,7 @@ type Writer struct {
 	bmu        sync.Mutex                   // guards the backlog
 	pending    map[string]int               // run -> points added and not yet stored or given up
 	paused     map[string]map[string]string // run -> stage -> why it is paused (SetPaused)
+	lost       map[attemptKey]int64         // points the store refused for good, per attempt
 	fault      string                       // why the store fails now ("" when it works)
 	faultSince time.Time
 	status     *statusFile
@@ -516,9 +517,12 @@ func (w *Writer) write(pts []storage.MetricPoint, curs []storage.MetricCursor) e
 		reason, passing := storage.Transient(err)
 		if !passing || w.ctx.Err() != nil {
 			if w.ctx.Err() != nil {
+				// The writer stops: not stored, nor their cursors, so the
+				// next owner reads them again.
 				w.dropped.Add(uint64(len(pts)))
 			} else {
 				w.failed.Add(uint64(len(pts)))
+				w.addLost(pts)
 			}
 			w.donePending(pts)
 			n := w.errs.Add(1)
@@ -625,6 +629,31 @@ func (w *Writer) donePending(pts []storage.MetricPoint) {
 		i = j
 	}
 	w.bmu.Unlock()
+}
+
+// attemptKey names one attempt of a stage of a run.
+type attemptKey struct {
+	run, stage string
+	attempt    int
+}
+
+func (w *Writer) addLost(pts []storage.MetricPoint) {
+	w.bmu.Lock()
+	defer w.bmu.Unlock()
+	if w.lost == nil {
+		w.lost = map[attemptKey]int64{}
+	}
+	for _, p := range pts {
+		w.lost[attemptKey{p.RunID, p.Stage, p.Attempt}]++
+	}
+}
+
+// Lost is how many of an attempt's points the store refused for good
+// (Stats.Failed, per attempt): points that are in no archive.
+func (w *Writer) Lost(runID, stage string, attempt int) int64 {
+	w.bmu.Lock()
+	defer w.bmu.Unlock()
+	return w.lost[attemptKey{runID, stage, attempt}]
 }
 
 // SetPaused records that a stage of a run is paused, and why ("" once it

@@ -228,3 +228,46 @@ func TestModeSaysWhichIsInForce(t *testing.T) {
 		require.Contains(t, (&Executor{Cgroups: tr}).Mode(), "cgroup v"+name[1:], name)
 	}
 }
+
+// The grace period is a stored deadline: a new owner's Stop of an attempt
+// its predecessor stopped (and died during the grace period) sends no
+// second SIGTERM and kills at the deadline already stored, not after a
+// grace period of its own.
+func TestStopDeadlineSurvivesTheOwner(t *testing.T) {
+	t.Parallel()
+	job := newJob(t)
+	log := filepath.Join(job.RunDir, "terms")
+	fifo := filepath.Join(job.RunDir, "release")
+	ready := filepath.Join(job.RunDir, "ready")
+	mkfifo(t, fifo)
+	job.Argv = helperArgv(t, log, fifo, ready)
+	job.Env[helperEnv] = "count-term"
+	h := start(t, New(), job)
+	waitForFile(t, ready)
+
+	// The first owner stops it with a long grace, and dies (its Stop's
+	// context ends) once the command has had SIGTERM.
+	ctx, die := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.Stop(ctx, time.Hour) }()
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(log)
+		return len(b) > 0
+	}, 20*time.Second, 5*time.Millisecond, "the command never got SIGTERM")
+	die()
+	require.ErrorIs(t, <-stopped, context.Canceled)
+	deadline, ok := readStopFile(h.(*handle).stopFile())
+	require.True(t, ok, "the deadline is stored")
+	require.WithinDuration(t, time.Now().Add(time.Hour), deadline, time.Minute)
+
+	// As if that hour had passed while no one owned the attempt.
+	require.NoError(t, writeStopFile(h.(*handle).stopFile(), time.Now().Add(-time.Second)))
+	adopted, err := New().Recover(context.Background(), job, h.Ref())
+	require.NoError(t, err)
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, adopted.Stop(sctx, time.Hour), "killed at the stored deadline, not an hour after this Stop")
+	ex := wait(t, adopted)
+	require.False(t, ex.Success())
+	require.Equal(t, "TERM\n", readFile(t, log), "SIGTERM once, from the first owner")
+}

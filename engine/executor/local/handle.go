@@ -65,6 +65,12 @@ func (h *handle) Wait(ctx context.Context) (executor.Exit, error) {
 // SIGTERM once, straight from the kernel. SIGKILL after grace ends whatever
 // is still alive, including processes the command left behind when it
 // exited itself.
+//
+// The grace period is a deadline stored beside the attempt
+// (.attempt-N.stop) before SIGTERM is sent: a Stop of an attempt an
+// earlier owner already stopped (it died during the grace period) sends
+// no second SIGTERM and kills at that deadline, not a later one (a
+// shorter grace still shortens it).
 func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-h.done:
@@ -78,11 +84,19 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 		return fmt.Errorf("refusing to signal process group %d", pgid)
 	}
 	h.unpause()
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
+	if deadline, ok := readStopFile(h.stopFile()); ok {
+		// Stopped before: the earlier of the two deadlines holds.
+		grace = min(grace, max(time.Until(deadline), 0))
+	} else {
+		// Stored first: should this owner die now, the next one kills at
+		// the same deadline (a Stop that cannot store it still stops).
+		_ = writeStopFile(h.stopFile(), time.Now().Add(grace))
+		if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+			if errors.Is(err, syscall.ESRCH) {
+				return nil
+			}
+			return err
 		}
-		return err
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -363,4 +377,41 @@ func exitFromWait(ps *os.ProcessState, waitErr error, exitFile string) executor.
 		return exitFromCode(ps.ExitCode())
 	}
 	return executor.Exit{Code: -1, Lost: true, Reason: waitErr.Error()}
+}
+
+// stopFile is where Stop stores the attempt's kill deadline: beside its
+// exit file.
+func (h *handle) stopFile() string {
+	return strings.TrimSuffix(h.ref.ExitFile, ".exit") + ".stop"
+}
+
+// writeStopFile stores a kill deadline (Unix nanoseconds), synced, so
+// that it outlives this process.
+func writeStopFile(path string, deadline time.Time) error {
+	if path == ".stop" {
+		return errors.New("the attempt has no exit file to store its stop deadline beside")
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%d\n", deadline.UnixNano())
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// readStopFile reads the kill deadline an earlier Stop stored; false when
+// there is none (or it is not complete).
+func readStopFile(path string) (time.Time, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+		return time.Time{}, false
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || ns <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns), true
 }

@@ -160,6 +160,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 		return x.Recover(ctx, job, "")
 	}
 	_ = os.Remove(pidFile)
+	_ = os.Remove(strings.TrimSuffix(exitFile, ".exit") + ".stop") // a Stop's deadline is of a launch that ran
 	if err := os.WriteFile(exitFile, exitFileBlank, 0o644); err != nil {
 		return nil, fmt.Errorf("prepare the exit status file: %w", err)
 	}

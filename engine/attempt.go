@@ -91,6 +91,15 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 		defer tk.Stop()
 		pauseTick = tk.C
 	}
+	// What the attempt uses of the host, read every tick (Engine.Usage).
+	meter, _ := h.(executor.Meter)
+	var meterTick <-chan time.Time
+	if meter != nil {
+		tk := time.NewTicker(e.opts.PollInterval)
+		defer tk.Stop()
+		meterTick = tk.C
+		defer e.setUsage(StageUsage{RunID: job.RunID, Stage: job.Stage})
+	}
 	waited := make(chan executor.Exit, 1)
 	wctx, stopWait := context.WithCancel(ctx)
 	defer stopWait()
@@ -119,6 +128,10 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 				if timeoutSec > 0 {
 					armTimeout()
 				}
+			}
+		case <-meterTick:
+			if u, ok := meter.Usage(); ok {
+				e.setUsage(StageUsage{RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt, Usage: u, At: time.Now()})
 			}
 		case <-pauseTick:
 			why := pauser.Paused()

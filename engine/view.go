@@ -100,6 +100,9 @@ type StageInfo struct {
 	// PointsLost counts its metric points that could never be stored: a
 	// stage with any is no plain success (its Reason says so).
 	PointsLost int64 `json:"points_lost"`
+	// Usage, for a running stage, is what it uses of the host now (in the
+	// owner's process, where the executor can tell).
+	Usage *StageUsage `json:"usage,omitempty"`
 }
 
 // AttemptsText says how many attempts a stage has had of how many it may

@@ -270,3 +270,18 @@ type Waiter interface {
 type Pauser interface {
 	Paused() string
 }
+
+// Usage is what an attempt uses of the host now.
+type Usage struct {
+	MemoryBytes int64   // memory in use (RAM and page cache charged to it)
+	PeakBytes   int64   // the most it has used
+	LimitBytes  int64   // its memory limit; 0 = none
+	CPUSeconds  float64 // CPU time it has used, user and system
+}
+
+// Meter is implemented by handles that can tell what their attempt uses
+// (the local executor, from the attempt's cgroup): false when it cannot
+// be told now.
+type Meter interface {
+	Usage() (Usage, bool)
+}

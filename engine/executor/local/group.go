@@ -192,3 +192,18 @@ func pausedWords(free int64) string {
 	}
 	return fmt.Sprintf("paused: disk full, %d KiB free", free>>10)
 }
+
+// Usage implements executor.Meter: the attempt's cgroup's accounting.
+func (h *handle) Usage() (executor.Usage, bool) {
+	if h.group == nil {
+		return executor.Usage{}, false
+	}
+	select {
+	case <-h.done:
+		return executor.Usage{}, false // its group is gone
+	default:
+	}
+	st := h.group.Stats()
+	return executor.Usage{MemoryBytes: st.MemoryBytes, PeakBytes: st.PeakBytes, LimitBytes: st.LimitBytes,
+		CPUSeconds: float64(st.CPUNanos) / 1e9}, true
+}

@@ -65,6 +65,14 @@ func (h *handle) settle(ex executor.Exit) executor.Exit {
 	return ex
 }
 
+// removeGroup removes the cgroup of an attempt Start could not launch
+// (nil: none).
+func removeGroup(g *cgroup.Group) {
+	if g != nil {
+		_ = g.Remove()
+	}
+}
+
 // OOMReason is the reason of an attempt its memory limit ended: "out of
 // memory (limit 4 GiB, peak 4.0 GiB)".
 func OOMReason(limit, peak int64) string {

@@ -379,11 +379,8 @@ func exitFromWait(ps *os.ProcessState, waitErr error, exitFile string) executor.
 	return executor.Exit{Code: -1, Lost: true, Reason: waitErr.Error()}
 }
 
-// stopFile is where Stop stores the attempt's kill deadline: beside its
-// exit file.
-func (h *handle) stopFile() string {
-	return strings.TrimSuffix(h.ref.ExitFile, ".exit") + ".stop"
-}
+// stopFile is where Stop stores the attempt's kill deadline.
+func (h *handle) stopFile() string { return stopFileOf(h.ref.ExitFile) }
 
 // writeStopFile stores a kill deadline (Unix nanoseconds), synced, so
 // that it outlives this process.

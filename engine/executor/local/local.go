@@ -160,7 +160,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 		return x.Recover(ctx, job, "")
 	}
 	_ = os.Remove(pidFile)
-	_ = os.Remove(strings.TrimSuffix(exitFile, ".exit") + ".stop") // a Stop's deadline is of a launch that ran
+	_ = os.Remove(stopFileOf(exitFile)) // a Stop's deadline is of a launch that ran
 	if err := os.WriteFile(exitFile, exitFileBlank, 0o644); err != nil {
 		return nil, fmt.Errorf("prepare the exit status file: %w", err)
 	}
@@ -177,6 +177,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	}
 	claimed, tell, err := os.Pipe()
 	if err != nil {
+		removeGroup(group)
 		return nil, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
 	defer claimed.Close()
@@ -193,6 +194,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	cmd.Env = env
 	logs, err := logcap.Attach(cmd, x.LogCap, stdout, stderr)
 	if err != nil {
+		removeGroup(group)
 		return nil, err
 	}
 	// After the cappers' descriptors (3 to 7): the shim tells Start on
@@ -204,9 +206,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	tell.Close()
 	if err != nil {
 		logs.Close()
-		if group != nil {
-			_ = group.Remove()
-		}
+		removeGroup(group)
 		return nil, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
 	st, _ := processStartTime(cmd.Process.Pid)
@@ -366,6 +366,10 @@ func environ(job executor.Job) []string {
 func exitFilePath(job executor.Job) string {
 	return filepath.Join(job.StageDir, fmt.Sprintf(".attempt-%d.exit", job.Attempt))
 }
+
+// stopFileOf is where Stop stores an attempt's kill deadline: beside its
+// exit file.
+func stopFileOf(exitFile string) string { return strings.TrimSuffix(exitFile, ".exit") + ".stop" }
 
 func pidFilePath(job executor.Job) string {
 	return filepath.Join(job.StageDir, fmt.Sprintf(".attempt-%d.pid", job.Attempt))

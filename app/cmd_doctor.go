@@ -34,6 +34,12 @@ type doctorReport struct {
 	Advice        string         `json:"advice"`
 	// Marked: when an engine marked the archive damaged ("" if none).
 	Marked string `json:"marked_damaged,omitempty"`
+	// Processes says how a local attempt's processes are found, limited
+	// and ended: by a cgroup per attempt (which layout, what it
+	// enforces) or by the token scan, and why.
+	Processes string `json:"processes"`
+	// Cgroups: a cgroup per attempt is in force.
+	Cgroups bool `json:"cgroups"`
 }
 
 type doctorBackup struct {
@@ -82,6 +88,8 @@ func (c *cli) doctor(ctx context.Context, args []string) error {
 // backups (the newest checked, or all when checkAll).
 func diagnose(ctx context.Context, home string, checkAll bool) (doctorReport, error) {
 	rep := doctorReport{Home: home, Archive: dbPath(home), KnownVersion: storage.LatestSchemaVersion()}
+	lx := localExecutor()
+	rep.Processes, rep.Cgroups = lx.Mode(), lx.Cgroups != nil
 	if st, err := os.Stat(rep.Archive); err == nil {
 		rep.Size = st.Size()
 	}
@@ -222,6 +230,7 @@ func printDoctor(c *cli, rep doctorReport) {
 		}
 		fmt.Fprintf(c.out, "  %s  %s  %d bytes  %s\n", b.Time.Local().Format("2006-01-02 15:04:05"), filepath.Base(b.Path), b.Size, verdict)
 	}
+	fmt.Fprintf(c.out, "processes: %s\n", rep.Processes)
 	fmt.Fprintf(c.out, "advice:    %s\n", rep.Advice)
 }
 

@@ -325,7 +325,8 @@ func reportRun(ctx context.Context, src reportSource, info engine.RunInfo) (repo
 	}
 
 	for _, st := range info.Stages {
-		s := report.Stage{Name: st.Name, State: string(st.State), Attempts: st.Attempts, MaxAttempts: st.MaxAttempts, Reason: st.Reason}
+		s := report.Stage{Name: st.Name, State: string(st.State), Attempts: st.Attempts, MaxAttempts: st.MaxAttempts, Reason: st.Reason,
+			PointsLost: st.PointsLost}
 		for _, a := range st.History {
 			if a.ExitCode != nil {
 				s.ExitCodes = append(s.ExitCodes, *a.ExitCode)

@@ -15,7 +15,6 @@ import (
 	"niuma/engine"
 	"niuma/engine/executor"
 	"niuma/engine/executor/docker"
-	"niuma/engine/executor/local"
 	"niuma/engine/executor/slurm"
 	"niuma/engine/sandbox"
 	"niuma/gpumon"
@@ -47,6 +46,9 @@ type stack struct {
 	docker    *docker.Executor // nil when no Docker client could be configured
 	slurm     *slurm.Executor  // nil when Slurm's tools are not installed; slurmNote says so
 	slurmNote string
+	// processes says how local attempts' processes are found, limited and
+	// ended (local.Executor.Mode): the board shows it, as niuma doctor does.
+	processes string
 	settings  Settings
 	gpus      gpumon.Opened
 	sampler   *gpumon.Sampler
@@ -82,7 +84,7 @@ func open(logOut io.Writer) (*stack, error) {
 		db.Close()
 		return nil, err
 	}
-	lx := local.New()
+	lx := localExecutor()
 	lx.LogCap = logCap
 	execs := []executor.Executor{lx}
 	// The slurm executor is there wherever Slurm's tools are; its stages
@@ -163,7 +165,7 @@ func open(logOut io.Writer) (*stack, error) {
 		db.Close()
 		return nil, err
 	}
-	return &stack{home: home, store: db, engine: eng, docker: dx, slurm: sx, slurmNote: slurmNote, settings: settings,
+	return &stack{home: home, store: db, engine: eng, docker: dx, slurm: sx, slurmNote: slurmNote, processes: lx.Mode(), settings: settings,
 		gpus: gpus, sampler: sampler, logger: logger}, nil
 }
 

@@ -32,7 +32,7 @@ func runWindow(stderr io.Writer) int {
 	w := a.NewWindow("Niuma")
 	ctx, stop := context.WithCancel(context.Background())
 	studies := &studyDrivers{ctx: ctx, eng: s.engine, db: s.store, home: s.home}
-	backend := windowBackend{Engine: s.engine, store: s.store, home: s.home, studies: studies}
+	backend := windowBackend{Engine: s.engine, store: s.store, home: s.home, studies: studies, processes: s.processes}
 	view := ui.NewMainView(backend, w)
 	view.SetReportExporter(s.reportExporter())
 	shell := ui.NewShell(backend, view, ui.Options{

@@ -28,7 +28,14 @@ type windowBackend struct {
 	// studies drives the studies the window launches (nil: it launches
 	// none).
 	studies *studyDrivers
+	// processes is local.Executor.Mode, for the board.
+	processes string
 }
+
+// ProcessMode says how local attempts' processes are found, limited and
+// ended: by a cgroup per attempt, or by the token scan (the board's
+// process table shows it).
+func (b windowBackend) ProcessMode() string { return b.processes }
 
 // LaunchStudy stores a study as `niuma tune TEMPLATE` does with the
 // wizard's Search choices (createStudy, shared with it) and drives it from

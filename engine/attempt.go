@@ -75,6 +75,31 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 		defer tk.Stop()
 		waitTick = tk.C
 	}
+	// A paused attempt (its disk is full) says so in its stage's reason,
+	// told every tick: a reason the full disk kept from being stored is
+	// tried again.
+	pauser, _ := h.(executor.Pauser)
+	var pauseTick <-chan time.Time
+	lastPaused := ""
+	defer func() {
+		if lastPaused != "" && e.writer != nil {
+			e.writer.SetPaused(job.RunID, job.Stage, "")
+		}
+	}()
+	if pauser != nil && waiter == nil {
+		tk := time.NewTicker(e.opts.PollInterval)
+		defer tk.Stop()
+		pauseTick = tk.C
+	}
+	// What the attempt uses of the host, read every tick (Engine.Usage).
+	meter, _ := h.(executor.Meter)
+	var meterTick <-chan time.Time
+	if meter != nil {
+		tk := time.NewTicker(e.opts.PollInterval)
+		defer tk.Stop()
+		meterTick = tk.C
+		defer e.setUsage(StageUsage{RunID: job.RunID, Stage: job.Stage})
+	}
 	waited := make(chan executor.Exit, 1)
 	wctx, stopWait := context.WithCancel(ctx)
 	defer stopWait()
@@ -104,6 +129,19 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 					armTimeout()
 				}
 			}
+		case <-meterTick:
+			if u, ok := meter.Usage(); ok {
+				e.setUsage(StageUsage{RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt, Usage: u, At: time.Now()})
+			}
+		case <-pauseTick:
+			why := pauser.Paused()
+			if why != "" || lastPaused != "" {
+				if why != lastPaused && e.writer != nil {
+					e.writer.SetPaused(job.RunID, job.Stage, why)
+				}
+				lastPaused = why
+				e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, waiting: &why})
+			}
 		case <-timedOut:
 			timedOut = nil
 			timeoutNote = fmt.Sprintf("timed out after %s", time.Duration(timeoutSec)*time.Second)
@@ -123,7 +161,11 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 			if timeoutNote != "" && !ex.Success() {
 				ex.Reason = timeoutNote
 			}
-			e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, finished: true, exit: ex})
+			var lost int64
+			if e.writer != nil {
+				lost = e.writer.Lost(job.RunID, job.Stage, job.Attempt)
+			}
+			e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, finished: true, exit: ex, lost: lost})
 			return
 		}
 	}

@@ -79,6 +79,7 @@ type Engine struct {
 	active  atomic.Int64
 	ready   chan struct{} // closed once this process owns the data dir and has loaded its work
 	writer  *metrics.Writer
+	usage   sync.Map       // usageKey -> StageUsage of the attempts this process follows
 	wg      sync.WaitGroup // attempt goroutines
 
 	sent  *sentinel.Sentinel
@@ -433,6 +434,11 @@ func (e *Engine) Run(ctx context.Context, idOrPrefix string) (RunInfo, error) {
 	}
 	info := runInfo(r, paramMap([]byte(r.Params)), stages, attempts)
 	info.MetricsWaiting = e.MetricsWaiting(id)
+	for i, s := range info.Stages {
+		if u, ok := e.stageUsage(id, s.Name); ok && s.State == Running {
+			info.Stages[i].Usage = &u
+		}
+	}
 	e.failures(ctx, &info)
 	if err := e.metricsRead(ctx, &info); err != nil {
 		return RunInfo{}, err

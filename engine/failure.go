@@ -89,6 +89,9 @@ func (e *Engine) diagnose(ctx context.Context, lr *liveRun, ls *liveStage, exit 
 		c := exit.Code
 		f.ExitCode = &c
 	}
+	if st, ok := lr.tmpl.Stage(ls.st.Name); ok && !f.Container {
+		f.StageMemoryMiB = st.MemMiB
+	}
 	if st, ok := lr.tmpl.Stage(ls.st.Name); ok && len(st.Command) > 0 {
 		f.Command = st.Command
 		if !f.Container && !strings.Contains(st.Command[0], "${") {

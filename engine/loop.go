@@ -73,6 +73,7 @@ type result struct {
 	requeue  error           // the backend was away: the attempt never ran
 	finished bool
 	exit     executor.Exit
+	lost     int64             // the attempt's metric points the store refused for good
 	decided  *storage.Pending  // the diagnosis of its failure asks for a retry
 	anomaly  *sentinel.Anomaly // the sentinel saw trouble in the attempt
 }
@@ -525,6 +526,9 @@ func (e *Engine) job(lr *liveRun, ls *liveStage, gpus []executor.GPU) executor.J
 		Container: containerOf(rt),
 	}
 	st, _ := lr.tmpl.Stage(name)
+	// What the stage says it uses, a backend on the host enforces; the
+	// CPU the shepherd counts for a stage that says nothing is no limit.
+	job.Limits = executor.Limits{MemoryMiB: st.MemMiB, CPUMilli: st.CPUMilli}
 	// The workload sees the run and code directories where its executor
 	// puts them (a container's mounts), and so do its ${...} and env.
 	runDir, codeDir, data := r.Dir, job.CodeDir, job.DataDir
@@ -599,7 +603,7 @@ func (e *Engine) finish(ctx context.Context, lr *liveRun, ls *liveStage, r resul
 		r.decided = decided
 	}
 	params := lr.run.Params
-	if err := e.transition(ctx, lr, ls, evEnded{exit: r.exit, decided: r.decided}); err != nil {
+	if err := e.transition(ctx, lr, ls, evEnded{exit: r.exit, decided: r.decided, lost: r.lost}); err != nil {
 		e.unrecorded = append(e.unrecorded, r)
 		return
 	}

@@ -47,6 +47,7 @@ type (
 	evEnded struct {
 		exit    executor.Exit
 		decided *storage.Pending
+		lost    int64 // its metric points that could never be stored
 	}
 	// evNotStarted: the backend was away; the attempt never ran.
 	evNotStarted struct{ why error }
@@ -193,6 +194,7 @@ func (e *Engine) end(run *storage.Run, st *storage.Stage, a *storage.Attempt, ev
 		p = *ev.decided
 	}
 	st.Pending = storage.Pending{}
+	st.PointsLost += ev.lost
 	switch {
 	case p.Action == storage.PendingRetry && !run.CancelRequested:
 		a.State, a.Reason = storage.AttemptFailed, p.Note+"; "+exit.Describe()
@@ -212,6 +214,11 @@ func (e *Engine) end(run *storage.Run, st *storage.Stage, a *storage.Attempt, ev
 	case exit.Success():
 		a.State, a.Reason = storage.AttemptSucceeded, ""
 		st.State, st.Reason, st.FinishedAt = storage.StageSucceeded, "", now
+		if st.PointsLost > 0 {
+			// Never a plain success: the stage's record lacks points.
+			st.Reason = lostWords(st.PointsLost)
+			a.Reason = st.Reason
+		}
 	case run.CancelRequested:
 		a.State, a.Reason = storage.AttemptCancelled, "cancelled: "+exit.Describe()
 		st.State, st.Reason, st.FinishedAt = storage.StageCancelled, "cancelled by request", now
@@ -250,6 +257,11 @@ func (e *Engine) end(run *storage.Run, st *storage.Stage, a *storage.Attempt, ev
 			st.Reason = fmt.Sprintf("%s (attempt %d of %d)", exit.Describe(), st.Attempts, maxAttempts)
 		}
 	}
+}
+
+// lostWords says that a stage's record lacks points.
+func lostWords(n int64) string {
+	return fmt.Sprintf("succeeded, but %d of its metric points could not be stored and are lost (see the log for why)", n)
 }
 
 // logError logs what went wrong, at level Error, unless it went wrong

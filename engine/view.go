@@ -100,6 +100,12 @@ type StageInfo struct {
 	// MetricsRead, set by Engine.Run, says how the last attempt's metrics
 	// were read: the presets found in its output, the files read.
 	MetricsRead []MetricsRead `json:"metrics_read,omitempty"`
+	// PointsLost counts its metric points that could never be stored: a
+	// stage with any is no plain success (its Reason says so).
+	PointsLost int64 `json:"points_lost"`
+	// Usage, for a running stage, is what it uses of the host now (in the
+	// owner's process, where the executor can tell).
+	Usage *StageUsage `json:"usage,omitempty"`
 }
 
 // MetricsRead is one way a stage's metrics were read: Format (presets
@@ -187,6 +193,7 @@ func runInfo(r storage.Run, params map[string]any, stages []storage.Stage, attem
 			SentinelAttempts: s.SentinelAttempts,
 			ExitCode:         s.ExitCode, Reason: s.Reason, GPUs: s.GPUs, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 			ReasonCode: s.ReasonCode, GPUMemoryMiB: s.GPUMemoryMiB, CPUMilli: s.CPUMilli, MemMiB: s.MemMiB, Estimate: s.Estimate,
+			PointsLost: s.PointsLost,
 		}
 		for _, a := range attempts {
 			if a.Stage == s.Name {

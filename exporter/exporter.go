@@ -26,6 +26,9 @@ type Source interface {
 	StagesFinishedAfter(ctx context.Context, after time.Time, limit int) ([]engine.FinishedStage, error)
 	EventKindsAfter(ctx context.Context, after int64) (map[string]int, int64, error)
 	Ingested() metrics.WriterStats
+	// Usage is what the running stages this process follows use of the
+	// host (from their cgroups).
+	Usage() []engine.StageUsage
 }
 
 // Options tune an Exporter.
@@ -115,6 +118,12 @@ func New(src Source, opts Options) *Exporter {
 	g("niuma_queue_longest_wait_seconds", "The longest current wait in the queue, by why it waits (0 when none waits).", "reason")
 	g("niuma_queue_stage_wait_seconds", "How long each waiting stage has waited (Options.PerRun only).", "run", "stage", "reason")
 	g("niuma_runs", "Runs in the archive, by state.", "state")
+	g("niuma_stages_memory_bytes", "Host memory the running stages use in all (from their cgroups).")
+	g("niuma_stages_metered", "Running stages whose host memory and CPU use are read (from their cgroups).")
+	g("niuma_stage_memory_bytes", "Host memory each running stage uses (Options.PerRun only).", "run", "stage")
+	g("niuma_stage_memory_peak_bytes", "The most host memory each running stage has used (Options.PerRun only).", "run", "stage")
+	g("niuma_stage_memory_limit_bytes", "Each running stage's memory limit, its memory: (Options.PerRun only; absent without one).", "run", "stage")
+	g("niuma_stage_cpu_seconds_total", "CPU time each running stage's attempt has used (Options.PerRun only).", "run", "stage")
 	g("niuma_metric_points_ingested_total", "Metric points this process stored from stages' output since it started driving runs.")
 	g("niuma_metric_points_lost_total", "Metric points this process could not store (failed writes, points after shutdown).")
 	x.stageDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -179,6 +188,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 			ch <- gauge(x.desc["niuma_runs"], float64(counts[s]), string(s))
 		}
 	}
+	x.collectUsage(ch)
 	in := x.src.Ingested()
 	ch <- prometheus.MustNewConstMetric(x.desc["niuma_metric_points_ingested_total"], prometheus.CounterValue, float64(in.Points))
 	ch <- prometheus.MustNewConstMetric(x.desc["niuma_metric_points_lost_total"], prometheus.CounterValue, float64(in.Failed+in.Dropped))
@@ -187,6 +197,27 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	x.anomalies.Collect(ch)
 	x.actions.Collect(ch)
 	x.readErrors.Collect(ch)
+}
+
+// collectUsage sends what the running stages use of the host: the sum
+// always, each stage's with Options.PerRun.
+func (x *Exporter) collectUsage(ch chan<- prometheus.Metric) {
+	us := x.src.Usage()
+	var mem int64
+	for _, u := range us {
+		mem += u.MemoryBytes
+		if !x.opts.PerRun {
+			continue
+		}
+		ch <- gauge(x.desc["niuma_stage_memory_bytes"], float64(u.MemoryBytes), u.RunID, u.Stage)
+		ch <- gauge(x.desc["niuma_stage_memory_peak_bytes"], float64(u.PeakBytes), u.RunID, u.Stage)
+		if u.LimitBytes > 0 {
+			ch <- gauge(x.desc["niuma_stage_memory_limit_bytes"], float64(u.LimitBytes), u.RunID, u.Stage)
+		}
+		ch <- prometheus.MustNewConstMetric(x.desc["niuma_stage_cpu_seconds_total"], prometheus.CounterValue, u.CPUSeconds, u.RunID, u.Stage)
+	}
+	ch <- gauge(x.desc["niuma_stages_memory_bytes"], float64(mem))
+	ch <- gauge(x.desc["niuma_stages_metered"], float64(len(us)))
 }
 
 func (x *Exporter) failed(what string, err error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
+	"niuma/engine/executor"
 	"niuma/gpumon"
 	"niuma/metrics"
 	"niuma/shepherd"
@@ -29,6 +30,7 @@ type fakeSource struct {
 	stages []engine.FinishedStage
 	events []string // kinds; the id is the index + 1
 	points uint64
+	usage  []engine.StageUsage
 	err    error
 }
 
@@ -61,6 +63,8 @@ func (f *fakeSource) EventKindsAfter(_ context.Context, after int64) (map[string
 func (f *fakeSource) Ingested() metrics.WriterStats {
 	return metrics.WriterStats{Points: f.points, Failed: 2, Dropped: 1}
 }
+
+func (f *fakeSource) Usage() []engine.StageUsage { return f.usage }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -219,4 +223,24 @@ func TestAReadFailureIsCountedNotFatal(t *testing.T) {
 	require.Contains(t, out, `niuma_exporter_read_errors_total{what="gpus"} 1`)
 	require.Contains(t, out, `niuma_runs{state="succeeded"} 10`, "the rest is still served")
 	require.NotContains(t, out, "niuma_gpu_info")
+}
+
+// What running stages use of the host: the sum always, each stage's only
+// when per-run series are asked for.
+func TestStageUsage(t *testing.T) {
+	src := sampleSource()
+	src.usage = []engine.StageUsage{
+		{RunID: "r1", Stage: "train", Attempt: 1, Usage: executor.Usage{MemoryBytes: 3 << 30, PeakBytes: 4 << 30, LimitBytes: 8 << 30, CPUSeconds: 120.5}},
+		{RunID: "r2", Stage: "eval", Attempt: 2, Usage: executor.Usage{MemoryBytes: 1 << 30, PeakBytes: 1 << 30, CPUSeconds: 3}},
+	}
+	out := scrape(t, New(src, Options{}))
+	require.Contains(t, out, "niuma_stages_memory_bytes 4.294967296e+09")
+	require.Contains(t, out, "niuma_stages_metered 2")
+	require.NotContains(t, out, "niuma_stage_memory_bytes{")
+	out = scrape(t, New(src, Options{PerRun: true}))
+	require.Contains(t, out, `niuma_stage_memory_bytes{run="r1",stage="train"} 3.221225472e+09`)
+	require.Contains(t, out, `niuma_stage_memory_peak_bytes{run="r1",stage="train"} 4.294967296e+09`)
+	require.Contains(t, out, `niuma_stage_memory_limit_bytes{run="r1",stage="train"} 8.589934592e+09`)
+	require.NotContains(t, out, `niuma_stage_memory_limit_bytes{run="r2"`, "no limit, no series")
+	require.Contains(t, out, `niuma_stage_cpu_seconds_total{run="r1",stage="train"} 120.5`)
 }

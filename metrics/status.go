@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -73,7 +74,7 @@ func ReadBacklog(path string) (b Backlog, ok bool) {
 	if err := json.Unmarshal(bytes.TrimSpace(raw), &st); err != nil {
 		return Backlog{}, false
 	}
-	if st.Reason == "" || time.Since(st.Updated) > statusStale || !processAlive(st.PID) {
+	if st.Reason == "" && len(st.Paused) == 0 || time.Since(st.Updated) > statusStale || !processAlive(st.PID) {
 		return Backlog{}, false
 	}
 	return st.Backlog, true
@@ -82,15 +83,20 @@ func ReadBacklog(path string) (b Backlog, ok bool) {
 // Describe says in words how many of a run's points wait and why, e.g.
 // "1,204 metric points not yet stored: disk full (since 14:02:11)".
 func (b Backlog) Describe(runID string) string {
+	paused := strings.Join(b.Paused[runID], "; ")
 	n, why := b.Waiting(runID)
 	if why == "" || n == 0 {
-		return ""
+		return paused
 	}
 	s := fmt.Sprintf("%s metric points not yet stored: %s", groupDigits(n), why)
 	if !b.Since.IsZero() {
 		s += " (since " + b.Since.Local().Format(time.TimeOnly) + ")"
 	}
-	return s + "; they are kept and written when the database works again"
+	s += "; they are kept and written when the database works again"
+	if paused != "" {
+		s = paused + "; " + s
+	}
+	return s
 }
 
 func groupDigits(n int) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,9 +125,11 @@ type Writer struct {
 
 	retryMax   time.Duration
 	statusPath string
-	bmu        sync.Mutex     // guards the backlog
-	pending    map[string]int // run -> points added and not yet stored or given up
-	fault      string         // why the store fails now ("" when it works)
+	bmu        sync.Mutex                   // guards the backlog
+	pending    map[string]int               // run -> points added and not yet stored or given up
+	paused     map[string]map[string]string // run -> stage -> why it is paused (SetPaused)
+	lost       map[attemptKey]int64         // points the store refused for good, per attempt
+	fault      string                       // why the store fails now ("" when it works)
 	faultSince time.Time
 	status     *statusFile
 
@@ -514,9 +517,12 @@ func (w *Writer) write(pts []storage.MetricPoint, curs []storage.MetricCursor) e
 		reason, passing := storage.Transient(err)
 		if !passing || w.ctx.Err() != nil {
 			if w.ctx.Err() != nil {
+				// The writer stops: not stored, nor their cursors, so the
+				// next owner reads them again.
 				w.dropped.Add(uint64(len(pts)))
 			} else {
 				w.failed.Add(uint64(len(pts)))
+				w.addLost(pts)
 			}
 			w.donePending(pts)
 			n := w.errs.Add(1)
@@ -550,6 +556,10 @@ type Backlog struct {
 	Runs   map[string]int `json:"runs,omitempty"`
 	Reason string         `json:"reason,omitempty"` // "disk full", ...; "" while the store works
 	Since  time.Time      `json:"since,omitzero"`   // when the store began to fail
+	// Paused: per run, the stages its executor paused because their disk
+	// is full, each with why ("train: paused: disk full, 412 KiB free"):
+	// said here because the full disk may keep it from being stored.
+	Paused map[string][]string `json:"paused,omitempty"`
 }
 
 // Waiting is the number of a run's points that wait because the store
@@ -566,6 +576,15 @@ func (w *Writer) Backlog() Backlog {
 	w.bmu.Lock()
 	defer w.bmu.Unlock()
 	b := Backlog{Reason: w.fault, Since: w.faultSince}
+	for run, stages := range w.paused {
+		if b.Paused == nil {
+			b.Paused = map[string][]string{}
+		}
+		for stage, why := range stages {
+			b.Paused[run] = append(b.Paused[run], stage+": "+why)
+		}
+		sort.Strings(b.Paused[run])
+	}
 	if len(w.pending) > 0 {
 		b.Runs = make(map[string]int, len(w.pending))
 		for r, n := range w.pending {
@@ -612,6 +631,60 @@ func (w *Writer) donePending(pts []storage.MetricPoint) {
 	w.bmu.Unlock()
 }
 
+// attemptKey names one attempt of a stage of a run.
+type attemptKey struct {
+	run, stage string
+	attempt    int
+}
+
+func (w *Writer) addLost(pts []storage.MetricPoint) {
+	w.bmu.Lock()
+	defer w.bmu.Unlock()
+	if w.lost == nil {
+		w.lost = map[attemptKey]int64{}
+	}
+	for _, p := range pts {
+		w.lost[attemptKey{p.RunID, p.Stage, p.Attempt}]++
+	}
+}
+
+// Lost is how many of an attempt's points the store refused for good
+// (Stats.Failed, per attempt): points that are in no archive.
+func (w *Writer) Lost(runID, stage string, attempt int) int64 {
+	w.bmu.Lock()
+	defer w.bmu.Unlock()
+	return w.lost[attemptKey{runID, stage, attempt}]
+}
+
+// SetPaused records that a stage of a run is paused, and why ("" once it
+// runs again), for Backlog and the status file: a pause for a full disk is
+// said where the disk being full cannot keep it from being read.
+func (w *Writer) SetPaused(runID, stage, why string) {
+	w.bmu.Lock()
+	if why == "" && w.paused[runID][stage] == "" {
+		w.bmu.Unlock()
+		return
+	}
+	if why == "" {
+		delete(w.paused[runID], stage)
+		if len(w.paused[runID]) == 0 {
+			delete(w.paused, runID)
+		}
+	} else {
+		if w.paused == nil {
+			w.paused = map[string]map[string]string{}
+		}
+		if w.paused[runID] == nil {
+			w.paused[runID] = map[string]string{}
+		}
+		w.paused[runID][stage] = why
+	}
+	w.bmu.Unlock()
+	if w.status != nil {
+		_ = w.status.write(w.Backlog())
+	}
+}
+
 // setFault records why the store fails ("" when it works again) and
 // updates the status file; it reports whether a fault began.
 func (w *Writer) setFault(reason string) (began bool) {
@@ -629,7 +702,7 @@ func (w *Writer) setFault(reason string) (began bool) {
 	if w.status != nil && (changed || reason != "") {
 		b := w.Backlog()
 		if b.Reason == "" {
-			b = Backlog{}
+			b = Backlog{Paused: b.Paused}
 		}
 		if err := w.status.write(b); err != nil && began {
 			w.log.Warn("cannot update the metrics status file", "err", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -178,6 +179,27 @@ func TestWriterStoreErrorIsCountedAndReported(t *testing.T) {
 	assert.NoError(t, w.Flush(t.Context()), "the error was reported once")
 	require.NoError(t, w.Close(t.Context()))
 	assert.Equal(t, WriterStats{Points: 2, Batches: 2, Errors: 1, Failed: 2}, w.Stats())
+	p := pt(1)
+	assert.Equal(t, int64(2), w.Lost(p.RunID, p.Stage, p.Attempt), "the refused points are counted for their attempt")
+	assert.Zero(t, w.Lost(p.RunID, p.Stage, p.Attempt+1), "and for no other")
+}
+
+// A stage paused for a full disk is in the backlog, and in what the
+// status file tells other processes, until it runs again.
+func TestWriterSaysWhichStagesArePaused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "status.json")
+	w := NewWriter(&fakeStore{}, WriterOptions{FlushInterval: never, Logger: quiet, StatusPath: path})
+	defer w.Close(t.Context())
+	w.SetPaused("r1", "train", "paused: disk full, 412 KiB free")
+	assert.Equal(t, "train: paused: disk full, 412 KiB free", w.Backlog().Describe("r1"))
+	b, ok := ReadBacklog(path)
+	require.True(t, ok, "the status file says so")
+	assert.Equal(t, "train: paused: disk full, 412 KiB free", b.Describe("r1"))
+	assert.Empty(t, b.Describe("r2"))
+	w.SetPaused("r1", "train", "")
+	assert.Empty(t, w.Backlog().Describe("r1"))
+	_, ok = ReadBacklog(path)
+	assert.False(t, ok, "nothing to tell once it runs again")
 }
 
 func TestWriterAfterClose(t *testing.T) {

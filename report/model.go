@@ -82,6 +82,9 @@ type Stage struct {
 	ExitCodes   []int         `json:"exit_codes"` // of each finished attempt, in order
 	Duration    time.Duration `json:"duration_ns"`
 	Reason      string        `json:"reason,omitempty"`
+	// PointsLost counts its metric points that could never be stored (its
+	// Reason says so too).
+	PointsLost int64 `json:"points_lost,omitempty"`
 }
 
 // Metric is one curve: a key reported by one stage, from the attempt

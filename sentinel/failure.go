@@ -23,6 +23,9 @@ type Failure struct {
 	Container  bool
 	ShmSizeMiB int64
 	MemoryMiB  int64
+	// StageMemoryMiB is the stage's own memory: (0: none), which a host
+	// process's cgroup enforces as its limit.
+	StageMemoryMiB int64
 	// Interpreter is what the command's program resolved to when the run
 	// was submitted (its provenance), Resolved what it resolved to when it
 	// ran; "" when unknown.
@@ -98,8 +101,11 @@ func Diagnose(f Failure) (h Hint, ok bool) {
 	}
 	if f.OOMKilled {
 		fix := "lower the stage's memory use (batch size, DataLoader workers and prefetch, data held in memory)"
-		if f.Container && f.MemoryMiB > 0 {
+		switch {
+		case f.Container && f.MemoryMiB > 0:
 			fix = fmt.Sprintf("raise the container's limit, runtime: {memory: ...} (now %d MiB), or %s", f.MemoryMiB, fix)
+		case !f.Container && f.StageMemoryMiB > 0:
+			fix = fmt.Sprintf("raise the stage's memory: in the template (now %d MiB), which is its limit, or %s", f.StageMemoryMiB, fix)
 		}
 		return Hint{Cause: CauseHostOOM, Summary: "the kernel's out-of-memory killer ended it: it used more memory than the machine (or its container) allows", Fix: fix}, true
 	}

@@ -320,7 +320,7 @@ func mustAffect(res sql.Result, format string, args ...any) error {
 
 const stageColumns = `run_id, name, position, needs, gpus, gpu_memory_mib, retries, timeout_sec,
 	state, attempts, exit_code, reason, next_attempt_ns, started_ns, finished_ns,
-	cpu_milli, mem_mib, estimate_ns, reason_code, free_attempts, sentinel_attempts, pending_action, pending_note, pending_params`
+	cpu_milli, mem_mib, estimate_ns, reason_code, free_attempts, sentinel_attempts, pending_action, pending_note, pending_params, points_lost`
 
 // Stages returns the stages of a run ordered by Position (then name).
 func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
@@ -340,7 +340,7 @@ func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
 		)
 		if err := rows.Scan(&s.RunID, &s.Name, &s.Position, &needs, &s.GPUs, &s.GPUMemoryMiB, &s.Retries,
 			&s.TimeoutSec, &state, &s.Attempts, &exit, &s.Reason, &next, &started, &finished,
-			&s.CPUMilli, &s.MemMiB, &estimate, &s.ReasonCode, &s.FreeAttempts, &s.SentinelAttempts, &s.Pending.Action, &s.Pending.Note, &s.Pending.Params); err != nil {
+			&s.CPUMilli, &s.MemMiB, &estimate, &s.ReasonCode, &s.FreeAttempts, &s.SentinelAttempts, &s.Pending.Action, &s.Pending.Note, &s.Pending.Params, &s.PointsLost); err != nil {
 			return nil, fmt.Errorf("stages of run %s: %w", runID, err)
 		}
 		if s.Needs, err = parseList(needs); err != nil {
@@ -360,7 +360,7 @@ func (db *DB) Stages(ctx context.Context, runID string) ([]Stage, error) {
 
 // UpdateStage writes the mutable fields of a stage: State, Attempts,
 // ExitCode, Reason, ReasonCode, NextAttemptAt, StartedAt, FinishedAt,
-// FreeAttempts, SentinelAttempts and Pending.
+// FreeAttempts, SentinelAttempts, Pending and PointsLost.
 func (db *DB) UpdateStage(ctx context.Context, s Stage) error {
 	return updateStage(ctx, db.w, s)
 }
@@ -368,10 +368,10 @@ func (db *DB) UpdateStage(ctx context.Context, s Stage) error {
 func updateStage(ctx context.Context, x execer, s Stage) error {
 	res, err := x.ExecContext(ctx, `UPDATE stages SET state = ?, attempts = ?, exit_code = ?, reason = ?, reason_code = ?,
 		next_attempt_ns = ?, started_ns = ?, finished_ns = ?, free_attempts = ?, sentinel_attempts = ?,
-		pending_action = ?, pending_note = ?, pending_params = ? WHERE run_id = ? AND name = ?`,
+		pending_action = ?, pending_note = ?, pending_params = ?, points_lost = ? WHERE run_id = ? AND name = ?`,
 		string(s.State), s.Attempts, intPtrArg(s.ExitCode), s.Reason, s.ReasonCode,
 		timeArg(s.NextAttemptAt), timeArg(s.StartedAt), timeArg(s.FinishedAt), s.FreeAttempts, s.SentinelAttempts,
-		s.Pending.Action, s.Pending.Note, s.Pending.Params, s.RunID, s.Name)
+		s.Pending.Action, s.Pending.Note, s.Pending.Params, s.PointsLost, s.RunID, s.Name)
 	if err != nil {
 		return fmt.Errorf("update stage %s of run %s: %w", s.Name, s.RunID, err)
 	}

@@ -500,7 +500,7 @@ func TestUpdateStage(t *testing.T) {
 	createTestRun(t, db, "r", ts(0))
 	s := Stage{
 		RunID: "r", Name: "train", State: StageRunning, Attempts: 1, ExitCode: intp(0), Reason: "waiting for 2 GPUs",
-		NextAttemptAt: ts(10), StartedAt: ts(11), FinishedAt: ts(12),
+		NextAttemptAt: ts(10), StartedAt: ts(11), FinishedAt: ts(12), PointsLost: 1557,
 		Position: 99, GPUs: 7, // not mutable: ignored
 	}
 	require.NoError(t, db.UpdateStage(ctx, s))
@@ -515,6 +515,7 @@ func TestUpdateStage(t *testing.T) {
 	require.Equal(t, ts(10), got.NextAttemptAt)
 	require.Equal(t, ts(11), got.StartedAt)
 	require.Equal(t, ts(12), got.FinishedAt)
+	require.Equal(t, int64(1557), got.PointsLost)
 	require.Equal(t, 1, got.Position)
 	require.Equal(t, 2, got.GPUs)
 	require.Equal(t, []string{"preprocess"}, got.Needs)

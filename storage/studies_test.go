@@ -117,6 +117,8 @@ func TestOlderArchivesPrunedRunsBecomePruned(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.SQL().ExecContext(ctx, `DELETE FROM schema_migrations WHERE version >= 90`)
 	require.NoError(t, err)
+	_, err = db.SQL().ExecContext(ctx, `ALTER TABLE stages DROP COLUMN points_lost`) // 0095's
+	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
 	db, err = Open(path)

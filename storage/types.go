@@ -150,6 +150,9 @@ type Stage struct {
 	// Pending is what happens when the current attempt ends, decided
 	// while it runs.
 	Pending Pending
+	// PointsLost counts the metric points of its attempts that could
+	// never be stored.
+	PointsLost int64
 }
 
 // MaxAttempts is how many attempts the stage may have: one, its retries

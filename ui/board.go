@@ -29,12 +29,15 @@ const simulateHint = "To try Niuma's GPU scheduling without a GPU, start it with
 type boardModel struct {
 	snap   gpumon.Snapshot
 	gpuErr error
-	runErr error
-	cards  []gpuCardModel
-	queue  []queueItem
-	recent []finishedItem
-	procs  []procRow
-	counts string // "3 running · 2 waiting"
+	// processMode: how the stages' processes are found and limited
+	// ("" when the backend does not say).
+	processMode string
+	runErr      error
+	cards       []gpuCardModel
+	queue       []queueItem
+	recent      []finishedItem
+	procs       []procRow
+	counts      string // "3 running · 2 waiting"
 }
 
 // gpuCardModel is one GPU card's content.
@@ -466,7 +469,17 @@ func (v *Board) read(ctx context.Context) boardModel {
 	for _, r := range recentRuns(runs, now) {
 		m.recent = append(m.recent, finishedItem{id: r.ID, template: r.Template, state: r.State, result: v.result(ctx, r), at: r.FinishedAt})
 	}
-	m.procs = processRows(snap, v.ProcessInfo)
+	var usage map[[2]string]engine.StageUsage
+	if hu, ok := v.backend.(hostUsage); ok {
+		usage = map[[2]string]engine.StageUsage{}
+		for _, u := range hu.Usage() {
+			usage[[2]string{u.RunID, u.Stage}] = u
+		}
+	}
+	m.procs = processRows(snap, v.ProcessInfo, usage)
+	if pm, ok := v.backend.(processMode); ok {
+		m.processMode = pm.ProcessMode()
+	}
 	return m
 }
 
@@ -576,6 +589,7 @@ func (v *Board) apply(m boardModel) {
 		v.views[i].set(c, h, at)
 	}
 	v.procs.set(m.procs, len(m.cards) > 0)
+	v.procs.setMode(m.processMode)
 	cols := v.cardsLayout.columns(max(1, len(m.cards)), v.cards.Size().Width)
 	if shape := fmt.Sprint(len(m.cards), len(m.procs), m.gpuErr != nil, cols); shape != v.shape {
 		v.shape = shape

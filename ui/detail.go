@@ -400,6 +400,9 @@ func stageRows(stages []engine.StageInfo, retries map[string]int, now time.Time)
 		if gpus := latestGPUs(s); len(gpus) > 0 {
 			text += " · GPU " + strings.Join(shortGPUs(gpus), ",")
 		}
+		if u := usageText(s); u != "" {
+			text += " · " + u
+		}
 		line := widget.NewLabel(text)
 		line.Wrapping = fyne.TextWrapWord
 		rows = append(rows, container.NewBorder(nil, nil, container.NewCenter(chip(s.Name, s.State)), nil, line))

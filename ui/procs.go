@@ -3,11 +3,13 @@ package ui
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
+	"niuma/engine"
 	"niuma/gpumon"
 )
 
@@ -19,13 +21,16 @@ type procRow struct {
 	command string
 	mem     string // "2.0 GiB"
 	owner   string // "RUN/STAGE (attempt 2)", or "not Niuma's"
+	host    string // what its stage uses of the host: "3.1 GiB · 2m0s CPU" ("" when unknown)
 	niuma   bool
 	memMiB  int64
 }
 
 // processRows lists every process on every GPU, heaviest first per GPU.
-// info names a process' user and command (nil: unknown).
-func processRows(snap gpumon.Snapshot, info func(pid int) (user, command string)) []procRow {
+// info names a process' user and command (nil: unknown); usage is what
+// the running stages use of the host, by run and stage (from their
+// cgroups; nil: unknown).
+func processRows(snap gpumon.Snapshot, info func(pid int) (user, command string), usage map[[2]string]engine.StageUsage) []procRow {
 	var out []procRow
 	for _, g := range snap.GPUs {
 		procs := append([]gpumon.Process(nil), g.Processes...)
@@ -48,6 +53,9 @@ func processRows(snap gpumon.Snapshot, info func(pid int) (user, command string)
 				r.owner = p.Owner.String()
 				if p.Owner.Attempt > 1 {
 					r.owner += fmt.Sprintf(" (attempt %d)", p.Owner.Attempt)
+				}
+				if u, ok := usage[[2]string{p.Owner.RunID, p.Owner.Stage}]; ok {
+					r.host = mibText(u.MemoryBytes>>20) + " · " + shortDuration(time.Duration(u.CPUSeconds*float64(time.Second))) + " CPU"
 				}
 			}
 			out = append(out, r)
@@ -75,11 +83,15 @@ type procTable struct {
 	content *fyne.Container
 	rows    *fyne.Container
 	empty   *widget.Label
+	mode    *widget.Label // how Niuma finds and limits its stages' processes
 }
 
 func newProcTable() *procTable {
-	t := &procTable{rows: container.NewVBox(), empty: widget.NewLabel("No process holds GPU memory.")}
+	t := &procTable{rows: container.NewVBox(), empty: widget.NewLabel("No process holds GPU memory."), mode: widget.NewLabel("")}
 	t.empty.Importance = widget.LowImportance
+	t.mode.Importance = widget.LowImportance
+	t.mode.Wrapping = fyne.TextWrapWord
+	t.mode.Hide()
 	head := make([]fyne.CanvasObject, len(procColumns))
 	for i, c := range procColumns {
 		l := widget.NewLabelWithStyle(c.title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
@@ -87,9 +99,20 @@ func newProcTable() *procTable {
 	}
 	t.content = container.NewVBox(
 		widget.NewLabelWithStyle("Processes", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		container.New(&columnsLayout{}, head...), widget.NewSeparator(), t.rows, t.empty)
+		container.New(&columnsLayout{}, head...), widget.NewSeparator(), t.rows, t.empty, t.mode)
 	t.content.Hide()
 	return t
+}
+
+// setMode shows how a stage's processes are found and limited ("" hides
+// it).
+func (t *procTable) setMode(mode string) {
+	if mode == "" {
+		t.mode.Hide()
+		return
+	}
+	t.mode.SetText("Stages' processes: " + mode)
+	t.mode.Show()
 }
 
 // set shows the rows (hidden altogether on a machine without GPUs).
@@ -101,7 +124,11 @@ func (t *procTable) set(rows []procRow, gpus bool) {
 	t.content.Show()
 	objs := make([]fyne.CanvasObject, 0, len(rows))
 	for _, r := range rows {
-		cells := []string{r.gpu, r.pid, r.user, r.command, r.mem, r.owner}
+		owner := r.owner
+		if r.host != "" {
+			owner += " · " + r.host
+		}
+		cells := []string{r.gpu, r.pid, r.user, r.command, r.mem, owner}
 		labels := make([]fyne.CanvasObject, len(cells))
 		for i, c := range cells {
 			l := widget.NewLabel(c)

@@ -69,6 +69,9 @@ type Job struct {
 
 	// Container tunes a container backend's sandbox; others ignore it.
 	Container Container
+	// Limits are what the stage's memory: and cpus: say, for a backend
+	// that enforces them on the host (local: the attempt's cgroup).
+	Limits Limits
 
 	// StdoutPath and StderrPath are host files the attempt's output goes
 	// to. The engine follows StdoutPath for metrics.
@@ -95,6 +98,13 @@ type Cluster struct {
 	Partition string
 	Account   string
 	QOS       string
+}
+
+// Limits cap what one attempt may use of the host; zero fields are
+// unlimited.
+type Limits struct {
+	MemoryMiB int64
+	CPUMilli  int64 // thousandths of a CPU
 }
 
 // Container is what a template may say about a stage's container. Zero
@@ -250,4 +260,28 @@ type Placer interface {
 // waiting ends.
 type Waiter interface {
 	Waiting() string
+}
+
+// Pauser is implemented by handles whose attempt the backend may pause
+// while it runs (the local executor freezes an attempt's cgroup while its
+// disk is full, so that nothing it writes is lost). Paused says why in
+// words, e.g. "paused: disk full, 412 KiB free", and "" while it runs: the
+// engine shows it as the stage's reason.
+type Pauser interface {
+	Paused() string
+}
+
+// Usage is what an attempt uses of the host now.
+type Usage struct {
+	MemoryBytes int64   // memory in use (RAM and page cache charged to it)
+	PeakBytes   int64   // the most it has used
+	LimitBytes  int64   // its memory limit; 0 = none
+	CPUSeconds  float64 // CPU time it has used, user and system
+}
+
+// Meter is implemented by handles that can tell what their attempt uses
+// (the local executor, from the attempt's cgroup): false when it cannot
+// be told now.
+type Meter interface {
+	Usage() (Usage, bool)
 }

@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"niuma/engine/executor"
+	"niuma/engine/executor/cgroup"
 	"niuma/engine/executor/logcap"
 )
 
@@ -30,9 +32,14 @@ const groupPollInterval = 50 * time.Millisecond
 // handle is one running local attempt.
 type handle struct {
 	ref     ref
+	group   *cgroup.Group // nil: the attempt's processes are found by its token
 	adopted bool
-	done    chan struct{}
-	exit    executor.Exit // set before done is closed
+
+	mu       sync.Mutex
+	paused   string // why the attempt is frozen ("" while it runs); see watchDisk
+	stopping bool   // Stop began: never frozen again
+	done     chan struct{}
+	exit     executor.Exit // set before done is closed
 }
 
 // ProcessGroup is the attempt's process group: the shim starts it as the
@@ -58,6 +65,12 @@ func (h *handle) Wait(ctx context.Context) (executor.Exit, error) {
 // SIGTERM once, straight from the kernel. SIGKILL after grace ends whatever
 // is still alive, including processes the command left behind when it
 // exited itself.
+//
+// The grace period is a deadline stored beside the attempt
+// (.attempt-N.stop) before SIGTERM is sent: a Stop of an attempt an
+// earlier owner already stopped (it died during the grace period) sends
+// no second SIGTERM and kills at that deadline, not a later one (a
+// shorter grace still shortens it).
 func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-h.done:
@@ -70,11 +83,20 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 	if pgid <= 1 {
 		return fmt.Errorf("refusing to signal process group %d", pgid)
 	}
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
+	h.unpause()
+	if deadline, ok := readStopFile(h.stopFile()); ok {
+		// Stopped before: the earlier of the two deadlines holds.
+		grace = min(grace, max(time.Until(deadline), 0))
+	} else {
+		// Stored first: should this owner die now, the next one kills at
+		// the same deadline (a Stop that cannot store it still stops).
+		_ = writeStopFile(h.stopFile(), time.Now().Add(grace))
+		if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+			if errors.Is(err, syscall.ESRCH) {
+				return nil
+			}
+			return err
 		}
-		return err
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -99,9 +121,12 @@ func (h *handle) Stop(ctx context.Context, grace time.Duration) error {
 			}
 		case <-t.C:
 			err := syscall.Kill(-pgid, syscall.SIGKILL)
-			// And what left the group (setsid, a double fork) but
-			// carries the attempt's token.
-			reapLeftovers(h.ref.Token)
+			// And what left the process group (setsid, a double
+			// fork): in the attempt's cgroup, or carrying its token.
+			h.reap()
+			if h.group != nil {
+				_ = h.group.Remove()
+			}
 			if errors.Is(err, syscall.ESRCH) {
 				return nil
 			}
@@ -148,14 +173,12 @@ func (h *handle) poll() {
 		}
 		ex, ok := readExitFile(h.ref.ExitFile)
 		if !ok {
-			if len(tokenProcesses(h.ref.Token)) > 0 {
+			if h.members() {
 				continue
 			}
 			ex = executor.Exit{Code: -1, Lost: true, Reason: "the process ended while Niuma was away and left no exit status (killed by a signal?)"}
-		} else {
-			reapLeftovers(h.ref.Token)
 		}
-		h.exit = ex
+		h.exit = h.settle(ex)
 		close(h.done)
 		return
 	}
@@ -354,4 +377,38 @@ func exitFromWait(ps *os.ProcessState, waitErr error, exitFile string) executor.
 		return exitFromCode(ps.ExitCode())
 	}
 	return executor.Exit{Code: -1, Lost: true, Reason: waitErr.Error()}
+}
+
+// stopFile is where Stop stores the attempt's kill deadline.
+func (h *handle) stopFile() string { return stopFileOf(h.ref.ExitFile) }
+
+// writeStopFile stores a kill deadline (Unix nanoseconds), synced, so
+// that it outlives this process.
+func writeStopFile(path string, deadline time.Time) error {
+	if path == ".stop" {
+		return errors.New("the attempt has no exit file to store its stop deadline beside")
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%d\n", deadline.UnixNano())
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// readStopFile reads the kill deadline an earlier Stop stored; false when
+// there is none (or it is not complete).
+func readStopFile(path string) (time.Time, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+		return time.Time{}, false
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || ns <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns), true
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"niuma/engine/executor"
+	"niuma/engine/executor/cgroup"
 	"niuma/engine/executor/logcap"
 )
 
@@ -23,6 +24,13 @@ import (
 // have crashed. The command arrives as positional parameters, so no part of
 // it is ever parsed by the shell; exec makes the shell run the program on
 // PATH even where it has a builtin of the same name (echo, printf, kill).
+//
+// First of all, the shim joins the attempt's cgroup, where there is one:
+// it writes 0 to the group's cgroup.procs in each hierarchy (the $4 files
+// after the first three arguments), which moves the writer, the shim's
+// own subshell; the command and all it starts are then born inside. The
+// wrapper around it and the log cappers stay outside, so that killing
+// the group at the attempt's end leaves them to copy what is left.
 //
 // Before it runs the command, the shim claims the attempt: it creates the
 // pid file (its pid, the attempt's token and its start time) with O_EXCL
@@ -43,7 +51,11 @@ import (
 // some shells (bash, also as /bin/sh) have already reaped the child and
 // report 143 or nothing instead of its status. SIGPIPE is ignored while it
 // tells Start (which may have died), and restored for the command.
-const shim = `exit_file=$1 pid_file=$2 token=$3; shift 3
+const shim = `exit_file=$1 pid_file=$2 token=$3 joins=$4; shift 4
+while [ "$joins" -gt 0 ]; do
+	echo 0 > "$1" || exit 96
+	shift; joins=$((joins - 1))
+done
 trap : TERM INT HUP
 start_time=0
 if read -r stat < /proc/$$/stat 2>/dev/null; then
@@ -68,6 +80,10 @@ exit "$code"
 // its pid file.
 const claimLost = 97
 
+// joinFailed is the shim's status when it could not join the attempt's
+// cgroup.
+const joinFailed = 96
+
 // tokenEnv carries the attempt's token into its processes' environment.
 const tokenEnv = executor.TokenEnv
 
@@ -82,6 +98,12 @@ type Executor struct {
 	// LogCap is how many bytes of each of an attempt's streams its log
 	// keeps (0: logcap.DefaultCap); see logcap.Attach.
 	LogCap int64
+	// Cgroups is the subtree each attempt gets a cgroup of its own in:
+	// what finds, limits and kills its processes. nil: they are found by
+	// the token in their environment, and no limit is enforced.
+	Cgroups *cgroup.Tree
+	// NoCgroup says why Cgroups is nil, for Mode.
+	NoCgroup string
 }
 
 // New returns a local executor.
@@ -98,6 +120,9 @@ type ref struct {
 	// Token is the attempt's token, which its processes carry in their
 	// environment: while any of them lives, the attempt is not gone.
 	Token string `json:"token,omitempty"`
+	// Cgroup is the attempt's cgroup (cgroup.Group.Path), "" for none:
+	// while any process is in it, the attempt is not gone.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Start implements executor.Executor.
@@ -135,6 +160,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 		return x.Recover(ctx, job, "")
 	}
 	_ = os.Remove(pidFile)
+	_ = os.Remove(stopFileOf(exitFile)) // a Stop's deadline is of a launch that ran
 	if err := os.WriteFile(exitFile, exitFileBlank, 0o644); err != nil {
 		return nil, fmt.Errorf("prepare the exit status file: %w", err)
 	}
@@ -142,12 +168,25 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	if shell == "" {
 		shell = "/bin/sh"
 	}
+	var group *cgroup.Group
+	if x.Cgroups != nil {
+		group, err = x.Cgroups.Create(job.Token, cgroup.Limits{MemoryBytes: job.Limits.MemoryMiB << 20, CPUMilli: job.Limits.CPUMilli})
+		if err != nil {
+			return nil, fmt.Errorf("make the attempt's cgroup: %w", err)
+		}
+	}
 	claimed, tell, err := os.Pipe()
 	if err != nil {
+		removeGroup(group)
 		return nil, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
 	defer claimed.Close()
-	args := append([]string{"-c", shim, "niuma-stage", exitFile, pidFile, job.Token}, job.Argv...)
+	var joins []string
+	if group != nil {
+		joins = group.JoinFiles()
+	}
+	args := append([]string{"-c", shim, "niuma-stage", exitFile, pidFile, job.Token, strconv.Itoa(len(joins))}, joins...)
+	args = append(args, job.Argv...)
 	// Not exec.CommandContext: the attempt must outlive ctx (and this
 	// process); it ends through Stop.
 	cmd := exec.Command(shell, args...)
@@ -155,6 +194,7 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	cmd.Env = env
 	logs, err := logcap.Attach(cmd, x.LogCap, stdout, stderr)
 	if err != nil {
+		removeGroup(group)
 		return nil, err
 	}
 	// After the cappers' descriptors (3 to 7): the shim tells Start on
@@ -166,26 +206,34 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 	tell.Close()
 	if err != nil {
 		logs.Close()
+		removeGroup(group)
 		return nil, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
 	st, _ := processStartTime(cmd.Process.Pid)
 	h := &handle{
-		ref:  ref{PID: cmd.Process.Pid, StartTime: st, ExitFile: exitFile, Token: job.Token},
-		done: make(chan struct{}),
+		ref:   ref{PID: cmd.Process.Pid, StartTime: st, ExitFile: exitFile, Token: job.Token},
+		group: group,
+		done:  make(chan struct{}),
+	}
+	if group != nil {
+		h.ref.Cgroup = group.Path()
 	}
 	go func() {
 		err := cmd.Wait()
-		if _, ended := readExitFile(exitFile); ended {
-			// The command ended (the shim recorded how): what still
-			// carries the token is what it left behind. Without a
-			// status the wrapper was killed from outside, and the
-			// command may live on; Stop reaps after its SIGKILL.
-			reapLeftovers(job.Token)
+		ex := exitFromWait(cmd.ProcessState, err, exitFile)
+		if _, ended := readExitFile(exitFile); ended || group != nil && group.Empty() {
+			// The command ended (the shim recorded how): what is left
+			// in its cgroup, or carries its token, is what it left
+			// behind. Without a status the wrapper was killed from
+			// outside, and the command may live on; Stop reaps after
+			// its SIGKILL.
+			ex = h.settle(ex)
 		}
 		logs.Wait(logGrace)
-		h.exit = exitFromWait(cmd.ProcessState, err, exitFile)
+		h.exit = ex
 		close(h.done)
 	}()
+	go h.watchDisk(job.StageDir)
 	// Returns once the shim has claimed the attempt (its pid file is
 	// written), or has ended without.
 	buf := make([]byte, 16)
@@ -193,6 +241,9 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 		return h, nil
 	}
 	<-h.done
+	if h.exit.Code == joinFailed && group != nil {
+		return nil, fmt.Errorf("the attempt could not join its cgroup %s (see niuma doctor)", group.Path())
+	}
 	if h.exit.Code == claimLost {
 		if r, ok := readPidFile(pidFile); ok && job.Token != "" && r.Token == job.Token && r.PID != h.ref.PID {
 			return x.Recover(ctx, job, "")
@@ -211,9 +262,15 @@ func (x *Executor) Start(ctx context.Context, job executor.Job) (executor.Handle
 // its token lives: the handle follows them, and ends as lost after them.
 func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string) (executor.Handle, error) {
 	var r ref
+	var group *cgroup.Group
 	if refJSON == "" {
 		if job.Token == "" {
 			return nil, executor.ErrGone
+		}
+		if x.Cgroups != nil {
+			if g := x.Cgroups.Group(job.Token); g.Exists() {
+				group = g
+			}
 		}
 		pr, ok := readPidFile(pidFilePath(job))
 		switch {
@@ -223,19 +280,36 @@ func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string
 			return nil, executor.ErrGone // another attempt's: never adopt it
 		default:
 			// No claim yet: a shim that has not written its pid file, or
-			// nothing at all.
+			// nothing at all. A shim in the attempt's cgroup is found
+			// there, one without by its token.
+			if group != nil {
+				if pgid, found := groupLeader(group); found {
+					st, _ := processStartTime(pgid)
+					r = ref{PID: pgid, StartTime: st}
+					break
+				}
+			}
 			leader, found := tokenLeader(job.Token)
 			if !found {
-				if len(tokenProcesses(job.Token)) > 0 {
+				if len(tokenProcesses(job.Token)) > 0 || group != nil && !group.Empty() {
 					return nil, fmt.Errorf("processes carry the attempt's token but none leads its group")
+				}
+				if group != nil {
+					_ = group.Remove() // made by a Start that never launched
 				}
 				return nil, executor.ErrNotLaunched
 			}
 			r = ref{PID: leader.pid, StartTime: leader.startTime}
 		}
 		r.ExitFile = exitFilePath(job)
+		if group != nil {
+			r.Cgroup = group.Path()
+		}
 	} else if err := json.Unmarshal([]byte(refJSON), &r); err != nil {
 		return nil, executor.ErrGone
+	}
+	if group == nil && r.Cgroup != "" && x.Cgroups != nil {
+		group = x.Cgroups.At(r.Cgroup)
 	}
 	// PID 1 is init and no shim (a child of Niuma); Stop would signal
 	// group -1, which kill(2) takes to mean every process there is.
@@ -245,19 +319,20 @@ func (x *Executor) Recover(ctx context.Context, job executor.Job, refJSON string
 	if r.Token == "" {
 		r.Token = job.Token
 	}
-	h := &handle{ref: r, done: make(chan struct{}), adopted: true}
+	h := &handle{ref: r, group: group, done: make(chan struct{}), adopted: true}
 	if !r.alive() {
 		if ex, ok := readExitFile(r.ExitFile); ok {
-			reapLeftovers(r.Token)
-			h.exit = ex
+			h.exit = h.settle(ex)
 			close(h.done)
 			return h, nil
 		}
-		if len(tokenProcesses(r.Token)) == 0 {
+		if !h.members() {
+			h.settle(executor.Exit{})
 			return nil, executor.ErrGone
 		}
 	}
 	go h.poll()
+	go h.watchDisk(job.StageDir)
 	return h, nil
 }
 
@@ -291,6 +366,10 @@ func environ(job executor.Job) []string {
 func exitFilePath(job executor.Job) string {
 	return filepath.Join(job.StageDir, fmt.Sprintf(".attempt-%d.exit", job.Attempt))
 }
+
+// stopFileOf is where Stop stores an attempt's kill deadline: beside its
+// exit file.
+func stopFileOf(exitFile string) string { return strings.TrimSuffix(exitFile, ".exit") + ".stop" }
 
 func pidFilePath(job executor.Job) string {
 	return filepath.Join(job.StageDir, fmt.Sprintf(".attempt-%d.pid", job.Attempt))

@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 		helperReport()
 	case "count-term":
 		helperCountTerm(os.Args[1], os.Args[2], os.Args[3])
+	case "owner":
+		helperOwner(os.Args[1], os.Args[2], os.Args[3])
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 		os.Exit(2)

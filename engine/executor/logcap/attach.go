@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -81,39 +82,56 @@ exit "$?"
 
 // perlCapper copies fds 3 and 4 to 5 and 6 as data comes, keeping the first
 // cap bytes of each; at the cut it writes the cut notice, at the end of a
-// stream that was cut the count of dropped bytes.
+// stream that was cut the count of dropped bytes. A write the disk has no
+// room for (ENOSPC, EDQUOT) is kept and tried again every 250 ms, and the
+// stream is not read meanwhile: its pipe fills, and the command blocks on
+// its next write to it until the disk has room, so no output is lost to a
+// full disk (at most one read, 64 KiB, waits in the capper).
 const perlCapper = `my ($cap, @m) = @ARGV;
 $SIG{$_} = 'IGNORE' for qw(TERM INT HUP);
 my @s;
 for my $i (0, 1) {
 	open(my $in, '<&=', 3 + $i) or exit 1;
 	open(my $out, '>>&=', 5 + $i) or exit 1;
-	push @s, {in => $in, fd => 3 + $i, out => $out, kept => 0, dropped => 0,
+	push @s, {in => $in, fd => 3 + $i, out => $out, kept => 0, dropped => 0, pend => '',
 		before => $m[2*$i], after => $m[2*$i+1], cut => $m[4+$i]};
 }
-sub put { my ($out, $b, $n) = @_; my $off = 0;
-	while ($off < $n) { my $w = syswrite($out, $b, $n - $off, $off); return unless defined $w; $off += $w } }
-while (grep { $_->{in} } @s) {
+sub flush { my ($s) = @_;
+	while (length $s->{pend}) {
+		my $w = syswrite($s->{out}, $s->{pend});
+		if (!defined $w) {
+			next if $!{EINTR};
+			return if $!{ENOSPC} || $!{EDQUOT} || $!{EAGAIN};
+			$s->{pend} = ''; return;
+		}
+		substr($s->{pend}, 0, $w) = '';
+	} }
+while (grep { $_->{in} || length $_->{pend} } @s) {
 	my $rin = '';
-	vec($rin, $_->{fd}, 1) = 1 for grep { $_->{in} } @s;
+	vec($rin, $_->{fd}, 1) = 1 for grep { $_->{in} && !length $_->{pend} } @s;
 	my $rout;
-	if (select($rout = $rin, undef, undef, undef) < 0) { next if $!{EINTR}; last }
-	for my $s (grep { $_->{in} && vec($rout, $_->{fd}, 1) } @s) {
+	my $full = grep { length $_->{pend} } @s;
+	if (select($rout = $rin, undef, undef, $full ? 0.25 : undef) < 0) { next if $!{EINTR}; last }
+	for my $s (@s) {
+		if (length $s->{pend}) { flush($s); next }
+		next unless $s->{in} && vec($rout, $s->{fd}, 1);
 		my $r = sysread($s->{in}, my $buf, 65536);
 		if (!defined $r) { next if $!{EINTR} || $!{EAGAIN}; $r = 0 }
 		if ($r == 0) {
 			close $s->{in}; $s->{in} = undef;
-			put($s->{out}, "$s->{before}$s->{dropped}$s->{after}\n", length("$s->{before}$s->{dropped}$s->{after}\n")) if $s->{dropped};
+			$s->{pend} .= "$s->{before}$s->{dropped}$s->{after}\n" if $s->{dropped};
+			flush($s);
 			next;
 		}
 		my $keep = $cap - $s->{kept};
 		$keep = $r if $keep > $r;
 		$keep = 0 if $keep < 0;
-		if ($keep) { put($s->{out}, $buf, $keep); $s->{kept} += $keep }
+		if ($keep) { $s->{pend} .= substr($buf, 0, $keep); $s->{kept} += $keep }
 		if ($r > $keep) {
-			put($s->{out}, "\n$s->{cut}", length("\n$s->{cut}")) unless $s->{dropped};
+			$s->{pend} .= "\n$s->{cut}" unless $s->{dropped};
 			$s->{dropped} += $r - $keep;
 		}
+		flush($s);
 	}
 }
 `
@@ -122,6 +140,7 @@ while (grep { $_->{in} } @s) {
 type Capped struct {
 	parent []*os.File // closed once the process has started
 	done   *os.File   // EOF once every capper has exited
+	dir    string     // where the log files are: a full disk there holds Wait
 }
 
 // Attach makes cmd (not started; its Path and Args as exec.Command set
@@ -161,7 +180,7 @@ func Attach(cmd *exec.Cmd, limit int64, stdout, stderr *os.File) (*Capped, error
 	cmd.Args = args
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{outR, errR, stdout, stderr, doneW}
-	return &Capped{parent: []*os.File{outR, outW, errR, errW, doneW}, done: doneR}, nil
+	return &Capped{parent: []*os.File{outR, outW, errR, errW, doneW}, done: doneR, dir: filepath.Dir(stdout.Name())}, nil
 }
 
 // Started closes the parent's copies of the pipes: from now on only the
@@ -176,7 +195,10 @@ func (c *Capped) Started() {
 // the last of its output into the files, so that a reader of the logs
 // that starts now misses nothing. A process the command left behind that
 // holds the pipes open keeps the cappers going: Wait gives up after
-// grace, the output left to come is still capped.
+// grace, the output left to come is still capped. While the log's disk
+// is full, the cappers hold output they could not write yet, and Wait
+// waits on, past grace, until they have written it: the last of an
+// attempt's output is never read before it is in the log.
 func (c *Capped) Wait(grace time.Duration) {
 	ch := make(chan struct{})
 	go func() {
@@ -186,11 +208,19 @@ func (c *Capped) Wait(grace time.Duration) {
 	}()
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
+	for {
+		select {
+		case <-ch:
+			c.Close()
+			return
+		case <-t.C:
+		}
+		if _, full := Full(c.dir); !full {
+			c.Close()
+			return
+		}
+		t.Reset(fullPoll)
 	}
-	c.Close()
 }
 
 // Close releases the parent's files.

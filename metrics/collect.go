@@ -41,10 +41,14 @@ type Sources struct {
 var (
 	DefaultTensorBoardStage = []string{"tb/**", "runs/*/**", "lightning_logs/*/**"}
 	DefaultTensorBoardRun   = []string{"runs/*/**", "lightning_logs/*/**"}
-	// DefaultCSV, in both folders: Lightning's CSVLogger (in its save_dir
-	// or the folder itself), Ultralytics' results.csv (runs/TASK/NAME/),
-	// timm's summary.csv (output/train/NAME/).
-	DefaultCSV = []string{"lightning_logs/*/metrics.csv", "*/lightning_logs/*/metrics.csv", "runs/*/*/results.csv", "output/train/*/summary.csv"}
+	// DefaultCSVStage, in the stage's folder: Lightning's CSVLogger (in its
+	// save_dir or the folder itself), Ultralytics' results.csv
+	// (runs/TASK/NAME/), timm's summary.csv (output/train/NAME/).
+	// DefaultCSVRun, in the run's folder, is the same but for a save_dir:
+	// there, a folder one level down is a stage's own, whose files are that
+	// stage's (read by every stage, they were stored once for each).
+	DefaultCSVStage = []string{"lightning_logs/*/metrics.csv", "*/lightning_logs/*/metrics.csv", "runs/*/*/results.csv", "output/train/*/summary.csv"}
+	DefaultCSVRun   = []string{"lightning_logs/*/metrics.csv", "runs/*/*/results.csv", "output/train/*/summary.csv"}
 )
 
 // FileScope is which files a Collector reads beside stdout and stderr.
@@ -162,11 +166,11 @@ func (c *Collector) Start(ctx context.Context) error {
 		err = errors.Join(
 			add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&tbLocs, c.RunDir, DefaultTensorBoardRun),
 			add(&tbLocs, c.RunDir, c.Sources.TensorBoard),
-			add(&csvLocs, c.StageDir, DefaultCSV), add(&csvLocs, c.RunDir, DefaultCSV), add(&csvLocs, c.RunDir, c.Sources.CSV),
+			add(&csvLocs, c.StageDir, DefaultCSVStage), add(&csvLocs, c.RunDir, DefaultCSVRun), add(&csvLocs, c.RunDir, c.Sources.CSV),
 			add(&jsonLocs, c.StageDir, DefaultJSONLines), add(&jsonLocs, c.RunDir, DefaultJSONLines),
 			add(&stateLocs, c.StageDir, DefaultTrainerState), add(&stateLocs, c.RunDir, DefaultTrainerState))
 	case StageFiles:
-		err = errors.Join(add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&csvLocs, c.StageDir, DefaultCSV),
+		err = errors.Join(add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&csvLocs, c.StageDir, DefaultCSVStage),
 			add(&jsonLocs, c.StageDir, DefaultJSONLines), add(&stateLocs, c.StageDir, DefaultTrainerState))
 	}
 	if err != nil {

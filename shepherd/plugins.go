@@ -14,6 +14,23 @@ var (
 	stOneTeamHeldByAnotherTeam        = &Status{Unschedulable, "OneTeam", "held by another team's runs", WaitGPUBusy}
 )
 
+// OwnGPUs gives a run within its team's share (Request.Tier set by a
+// sharing pass) a GPU of its own when one is empty, as it would have on a
+// partition of its team's: a team's runs share a GPU only once its share
+// is spread. Borrowers pack as the policy's other scorers say.
+type OwnGPUs struct{}
+
+// Name implements Scorer.
+func (OwnGPUs) Name() string { return "OwnGPUs" }
+
+// Score implements Scorer.
+func (OwnGPUs) Score(c *Cycle, s *Slot) int64 {
+	if c.Req.Tier == tierShare && s.Jobs == 0 {
+		return 1 << 40
+	}
+	return 0
+}
+
 // OneTeam lets runs share a GPU only with runs of their own team: on a
 // machine shared among teams, a team's run is never slowed down by
 // another team's on its GPU (as on a partition of its own), and no team

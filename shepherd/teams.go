@@ -250,6 +250,7 @@ func (sc *Scheduler) scheduleTeams(st State) []Decision {
 	if sc.inner == nil {
 		p := sc.p
 		p.Filters = append(slices.Clone(p.Filters), OneTeam{})
+		p.Scorers = append(slices.Clone(p.Scorers), OwnGPUs{})
 		sc.inner, sc.probe = NewScheduler(p), NewScheduler(p)
 	}
 	ds := sc.inner.Schedule(in)

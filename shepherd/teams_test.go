@@ -114,9 +114,16 @@ func TestTeamsShareAGPUOnlyWithinATeam(t *testing.T) {
 	q := []Request{{ID: "n", Team: "nlp", GPUs: 1, MemPerGPUMiB: 20 * gib, Shareable: true, Submit: t0}}
 	d := NewScheduler(BestFit()).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
 	require.Equal(t, []int{1}, placedOn(d[0]))
+	// Within its share (3 GPUs, one held), a vision run gets a GPU of its
+	// own, as on its partition; past its share, it packs beside its own
+	// team's run (best fit).
 	q[0].Team = "vision"
 	d = NewScheduler(BestFit()).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
-	require.Equal(t, []int{0}, placedOn(d[0]), "best fit: beside its own team's run")
+	require.Equal(t, []int{1}, placedOn(d[0]), "within its share: a GPU of its own")
+	small := labTeams()
+	small.Teams[0].Nominal = 1
+	d = NewScheduler(BestFit()).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: small})
+	require.Equal(t, []int{0}, placedOn(d[0]), "borrowing: best fit, beside its own team's run")
 }
 
 func TestTeamsWithinShareRanksFirst(t *testing.T) {

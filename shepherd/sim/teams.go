@@ -114,6 +114,7 @@ type TeamStats struct {
 	// (StaticRefused).
 	AvgJCT        float64 `json:"avg_jct_s"`
 	StaticAvgJCT  float64 `json:"static_avg_jct_s"`
+	Compared      int     `json:"compared"` // jobs both replays ran
 	StaticRefused int     `json:"static_refused,omitempty"`
 	// Borrowed is the team's GPU-time beyond its share, as a share of its
 	// own; Preempted how many of its runs' attempts a reclaim or a
@@ -143,9 +144,14 @@ func (r TeamReport) String() string {
 		if t.StaticAvgJCT > 0 {
 			ratio = fmt.Sprintf("%.2f×", t.AvgJCT/t.StaticAvgJCT)
 		}
-		fmt.Fprintf(&b, "    %-10s share %3.0f GPUs  %6d jobs  JCT avg %s  alone on its share %s  (%s)", n, t.Share, t.Jobs,
-			Hours(t.AvgJCT), Hours(t.StaticAvgJCT), ratio)
-		if t.StaticRefused > 0 {
+		if t.Compared == 0 {
+			fmt.Fprintf(&b, "    %-10s share %3.0f GPUs  %6d jobs  none of them fits its share alone, so there is nothing to compare", n,
+				t.Share, t.Jobs)
+		} else {
+			fmt.Fprintf(&b, "    %-10s share %3.0f GPUs  %6d jobs  JCT avg %s  alone on its share %s  (%s)", n, t.Share, t.Jobs,
+				Hours(t.AvgJCT), Hours(t.StaticAvgJCT), ratio)
+		}
+		if t.StaticRefused > 0 && t.Compared > 0 {
 			fmt.Fprintf(&b, "  %d too wide for its share alone", t.StaticRefused)
 		}
 		b.WriteString("\n")
@@ -233,7 +239,7 @@ func ReplayTeams(jobs []Job, cfg Config, teams []shepherd.Team, shares string, w
 				ts.Preempted += j.preempted
 			}
 		}
-		if len(jct) > 0 {
+		if ts.Compared = len(jct); ts.Compared > 0 {
 			ts.AvgJCT, ts.StaticAvgJCT, ts.AvgWait = mean(jct), mean(sjct), mean(wait)
 		}
 		out.Teams[t.Name] = ts

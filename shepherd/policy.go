@@ -245,7 +245,7 @@ type rankKey struct {
 	shape  int32 // index into the pass's shapes
 	fixed  bool  // with PreemptibleFirst: may not be stopped
 	exact  bool
-	tier   int // Request.Tier; a key with one is compared field by field
+	tier   int16 // Request.Tier; a key with one is compared field by field
 }
 
 // pack fills k.packed so that comparing it compares (prio descending,
@@ -364,7 +364,7 @@ func (p *Policy) key(now int64, i int, r *Request, top int) rankKey {
 
 // keyInto computes request i's key into k (zero).
 func (p *Policy) keyInto(k *rankKey, now int64, i int, r *Request, top int) {
-	k.i, k.submit, k.tier = i, r.Submit.UnixNano(), r.Tier
+	k.i, k.submit, k.tier = i, r.Submit.UnixNano(), int16(min(max(r.Tier, -1<<15), 1<<15-1))
 	if !p.ByArrival {
 		p.fields(k, now, r, top)
 	}
@@ -492,7 +492,8 @@ func (sc *Scheduler) Schedule(st State) []Decision {
 			idx = int32(len(sc.shapes))
 			sc.shapeIdx.add(sh, idx)
 			sc.shapes = append(sc.shapes, shapeInfo{key: sh, minEst: effEst(r), deadVer: -1, failVer: -1, whyVer: -1,
-				rep: Request{GPUs: r.GPUs, MemPerGPUMiB: r.MemPerGPUMiB, CPUMilli: r.CPUMilli, MemMiB: r.MemMiB, Shareable: r.Shareable}})
+				rep: Request{GPUs: r.GPUs, MemPerGPUMiB: r.MemPerGPUMiB, CPUMilli: r.CPUMilli, MemMiB: r.MemMiB, Shareable: r.Shareable,
+					Team: r.Team}})
 		} else {
 			sc.shapes[idx].minEst = min(sc.shapes[idx].minEst, effEst(r))
 		}

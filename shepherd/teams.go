@@ -3,7 +3,7 @@ package shepherd
 import (
 	"cmp"
 	"fmt"
-	"math"
+		"math"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +52,7 @@ type team struct {
 	held   float64 // GPU equivalents its running placements hold
 	kept   float64 // of those, within its share (not borrowed)
 	queued float64 // of its requests ranked within its share so far
+	asked  float64 // of its requests ranked as borrowers so far
 	fair   int     // fair-share level, 0 (used most) .. fairLevels-1
 	known  bool
 }
@@ -80,21 +81,24 @@ type sharing struct {
 	teams    map[string]*team
 	capacity float64 // GPUs of the machine
 	borrowed map[string]bool
-	// kept is the idle share that LendLimits keep from borrowers.
-	kept float64
 }
 
 func newSharing(st *State) *sharing {
 	s := &sharing{teams: map[string]*team{}, borrowed: map[string]bool{}}
-	n := 0
+	// A team holds physical GPUs: a MIG slice counts as its GPU.
+	gpuOf := map[string]string{}
 	for _, g := range st.Inventory.GPUs {
-		if g.Parent == "" { // a MIG slice: its physical GPU counts once
-			n++
+		if g.Parent != "" {
+			gpuOf[g.UUID] = g.Parent
+			continue
 		}
+		s.capacity++
 	}
-	s.capacity = float64(n)
 	for _, t := range st.Teams.Teams {
 		s.teams[t.Name] = &team{Team: t, known: true}
+	}
+	for i := range st.Queue {
+		s.team(st.Queue[i].Team)
 	}
 	byTeam := map[string][]*Running{}
 	for i := range st.Running {
@@ -103,9 +107,12 @@ func newSharing(st *State) *sharing {
 		byTeam[r.Team] = append(byTeam[r.Team], r)
 	}
 	// A team holds the GPUs its runs are on (OneTeam gives no other team a
-	// place on them). Within a team, the runs started last are the ones
-	// beyond its share: its first Nominal GPUs are its own.
-	for name, rs := range byTeam {
+	// place on them). Within a team, the runs started last that take a GPU
+	// beyond its share are the ones that borrow: its first Nominal GPUs are
+	// its own, and a run beside its own team's on one of them borrows
+	// nothing.
+	for _, name := range sortedNames(byTeam) {
+		rs := byTeam[name]
 		slices.SortStableFunc(rs, func(a, b *Running) int {
 			if c := a.Start.Compare(b.Start); c != 0 {
 				return c
@@ -117,12 +124,15 @@ func newSharing(st *State) *sharing {
 		for _, r := range rs {
 			added := 0
 			for _, u := range r.GPUs {
+				if p, ok := gpuOf[u]; ok {
+					u = p
+				}
 				if !on[u] {
 					on[u] = true
 					added++
 				}
 			}
-			if float64(len(on)) > t.Nominal+1e-9 {
+			if added > 0 && float64(len(on)) > t.Nominal+1e-9 {
 				s.borrowed[r.ID] = true
 			} else {
 				t.kept += float64(added)
@@ -131,12 +141,32 @@ func newSharing(st *State) *sharing {
 		t.held = float64(len(on))
 	}
 	s.fairLevels(st.Teams.Usage)
-	for _, t := range s.teams {
+	return s
+}
+
+// sortedNames are a map's keys in order: sums and walks over teams must
+// not depend on map order.
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// keptIdle is the idle share that lending limits keep from borrowers now:
+// each team's share less what it holds, what this pass gave it, and what
+// it lends.
+func (s *sharing) keptIdle() float64 {
+	v := 0.0
+	for _, n := range sortedNames(s.teams) {
+		t := s.teams[n]
 		if t.LendLimit >= 0 {
-			s.kept += max(0, t.Nominal-t.held-t.LendLimit)
+			v += max(0, t.Nominal-t.held-t.queued-t.LendLimit)
 		}
 	}
-	return s
+	return v
 }
 
 // team returns the pass's state of a team by name, with no share when it
@@ -161,11 +191,13 @@ func (s *sharing) equivRequest(r *Request) float64 { return float64(r.GPUs) }
 // (Slurm's classic fair-share factor), cut into fairLevels levels.
 func (s *sharing) fairLevels(usage map[string]float64) {
 	var uSum, sSum float64
-	for _, t := range s.teams {
-		uSum += usage[t.Name]
-		sSum += t.Nominal
+	names := sortedNames(s.teams)
+	for _, n := range names {
+		uSum += usage[n]
+		sSum += s.teams[n].Nominal
 	}
-	for _, t := range s.teams {
+	for _, n := range names {
+		t := s.teams[n]
 		f := 1.0
 		if uSum > 0 {
 			share := 0.0
@@ -187,7 +219,8 @@ func (s *sharing) fairLevels(usage map[string]float64) {
 // lent is what all teams hold beyond their Nominal: the GPUs lent.
 func (s *sharing) lent() float64 {
 	v := 0.0
-	for _, t := range s.teams {
+	for _, n := range sortedNames(s.teams) {
+		t := s.teams[n]
 		v += max(0, t.held-t.Nominal)
 	}
 	return v
@@ -208,7 +241,7 @@ func (sc *Scheduler) scheduleTeams(st State) []Decision {
 	inner := make([]Request, 0, len(st.Queue))
 	index := make([]int, 0, len(st.Queue)) // inner position -> queue position
 	tiers := make([]int, len(st.Queue))
-	lendable, held, admitted := sh.capacity-sh.kept, sh.heldAll(), 0.0
+	held, admitted := sh.heldAll(), 0.0
 	for _, i := range order {
 		req := st.Queue[i]
 		t := sh.team(req.Team)
@@ -220,16 +253,17 @@ func (sc *Scheduler) scheduleTeams(st State) []Decision {
 			t.queued += e
 			admitted += e
 			tiers[i] = tierShare
-		case t.BorrowLimit >= 0 && t.held+e > t.Nominal+t.BorrowLimit+1e-9:
+		case t.BorrowLimit >= 0 && t.held+t.queued+t.asked+e > t.Nominal+t.BorrowLimit+1e-9:
 			out[i] = sh.waitShare(&req, t, WaitTeamBorrow, st.Terse)
 			continue
-		case sh.kept > 0 && held+admitted+e > lendable+1e-9:
+		case sh.keptIdle() > 0 && held+admitted+e > sh.capacity-sh.keptIdle()+1e-9:
 			// Lending limits keep part of an idle share idle: what this
 			// pass admits counts against what is left to lend.
 			out[i] = sh.waitShare(&req, t, WaitTeamShare, st.Terse)
 			continue
 		default:
 			tiers[i] = tierBorrow + t.fair
+			t.asked += e
 			admitted += e
 		}
 		req.Tier = tiers[i]
@@ -239,11 +273,11 @@ func (sc *Scheduler) scheduleTeams(st State) []Decision {
 	running := make([]Running, len(st.Running))
 	copy(running, st.Running)
 	for k := range running {
-		// What borrows may be stopped; a run within its team's share only
-		// for its own team's sake, as on a partition of its own.
-		b := sh.borrowed[running[k].ID]
-		running[k].Preemptible = running[k].Preemptible || b
-		running[k].Kept = !b
+		// A spot run within its team's share may be preempted only for
+		// its own team's sake, as on a partition of its own; runs that
+		// borrow are reclaimed below, whatever their own flag.
+		running[k].Kept = !sh.borrowed[running[k].ID]
+		running[k].Preemptible = running[k].Preemptible || sh.borrowed[running[k].ID]
 	}
 	in := st
 	in.Queue, in.Running, in.Teams = inner, running, nil
@@ -277,8 +311,8 @@ func (sc *Scheduler) scheduleTeams(st State) []Decision {
 // heldAll is what every team holds.
 func (s *sharing) heldAll() float64 {
 	v := 0.0
-	for _, t := range s.teams {
-		v += t.held
+	for _, n := range sortedNames(s.teams) {
+		v += s.teams[n].held
 	}
 	return v
 }
@@ -295,7 +329,7 @@ func (s *sharing) reclaim(sc *Scheduler, st *State, in State, out []Decision, ti
 			want = append(want, i)
 		}
 	}
-	if len(want) == 0 || len(s.borrowed) == 0 {
+	if len(want) == 0 || s.lent() == 0 {
 		return
 	}
 	slices.SortStableFunc(want, func(a, b int) int {
@@ -336,25 +370,37 @@ func (s *sharing) reclaim(sc *Scheduler, st *State, in State, out []Decision, ti
 	}
 	for _, i := range want {
 		req := st.Queue[i]
+		// Candidates: the runs that borrow, of the team most over its
+		// share first and of the request's own team last, the last
+		// started first.
 		var cands []Running
 		for _, r := range base {
-			if s.borrowed[r.ID] && !taken[r.ID] {
+			if !taken[r.ID] && r.ID != req.ID && s.borrowed[r.ID] {
 				cands = append(cands, r)
 			}
 		}
 		slices.SortStableFunc(cands, func(a, b Running) int {
+			if ao, bo := a.Team == req.Team, b.Team == req.Team; ao != bo {
+				if ao {
+					return 1
+				}
+				return -1
+			}
 			oa, ob := held[a.Team]-s.teams[a.Team].Nominal, held[b.Team]-s.teams[b.Team].Nominal
 			if c := cmp.Compare(ob, oa); c != 0 {
 				return c
 			}
-			return b.Start.Compare(a.Start)
+			if c := b.Start.Compare(a.Start); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
 		})
-		var victims []string
 		probeInv := inv
 		probeInv.GPUs = slices.Clone(inv.GPUs)
 		gone := map[string]bool{}
+		var victims []Running
 		for _, v := range cands {
-			victims = append(victims, v.ID)
+			victims = append(victims, v)
 			gone[v.ID] = true
 			for _, u := range v.GPUs {
 				if k, ok := byUUID[u]; ok {
@@ -371,27 +417,54 @@ func (s *sharing) reclaim(sc *Scheduler, st *State, in State, out []Decision, ti
 			if !probe[0].Placed() {
 				continue
 			}
-			d := &out[i]
-			d.Preempt = victims
-			d.Reason.Code = WaitReclaiming
-			d.Reason.Preempting = victims
-			if !st.Terse {
-				d.Reason.Text = s.reclaimText(st, victims)
-			} else {
-				d.Reason.Text = "waiting"
+			// Only the victims on the GPUs it goes to are stopped: the
+			// others free nothing it needs.
+			on := map[string]bool{}
+			for _, g := range probe[0].GPUs {
+				on[g.UUID] = true
 			}
-			d.Wait = d.Reason.Text
-			for _, id := range victims {
-				taken[id] = true
-			}
-			for _, r := range base {
-				if gone[r.ID] {
-					held[r.Team] -= s.equivRunning(&r)
+			var ids []string
+			stop := map[string]bool{}
+			for _, w := range victims {
+				for _, u := range w.GPUs {
+					if on[u] {
+						ids = append(ids, w.ID)
+						stop[w.ID] = true
+						break
+					}
 				}
 			}
+			if len(ids) == 0 {
+				for _, w := range victims {
+					ids = append(ids, w.ID)
+					stop[w.ID] = true
+				}
+			}
+			d := &out[i]
+			d.Preempt = ids
+			d.Reason.Code = WaitReclaiming
+			d.Reason.Preempting = ids
+			d.Reason.Text = "waiting"
+			if !st.Terse {
+				d.Reason.Text = s.reclaimText(st, ids)
+			}
+			d.Wait = d.Reason.Text
+			kept := make([]Running, 0, len(base))
+			for _, r := range base {
+				if stop[r.ID] {
+					taken[r.ID] = true
+					held[r.Team] -= s.freed(base, stop, r)
+					for _, u := range r.GPUs {
+						if k, ok := byUUID[u]; ok {
+							inv.GPUs[k].FreeMiB += r.MemPerGPUMiB
+						}
+					}
+					continue
+				}
+				kept = append(kept, r)
+			}
 			// The request will take that room: later probes see it held.
-			base = append(left, req.Placement(probe[0].GPUs, probe[0].Host, st.Now))
-			inv = probeInv
+			base = append(kept, req.Placement(probe[0].GPUs, probe[0].Host, st.Now))
 			for _, g := range probe[0].GPUs {
 				inv.GPUs[byUUID[g.UUID]].FreeMiB -= req.MemPerGPUMiB
 			}
@@ -400,25 +473,47 @@ func (s *sharing) reclaim(sc *Scheduler, st *State, in State, out []Decision, ti
 	}
 }
 
+// freed is how many GPUs stopping v frees of its team's: those no other
+// run of its team (not gone) is on.
+func (s *sharing) freed(base []Running, gone map[string]bool, v Running) float64 {
+	n := 0
+	for _, u := range v.GPUs {
+		shared := false
+		for _, r := range base {
+			if r.ID != v.ID && !gone[r.ID] && r.Team == v.Team && slices.Contains(r.GPUs, u) {
+				shared = true
+				break
+			}
+		}
+		if !shared {
+			n++
+		}
+	}
+	return float64(n)
+}
+
 // waitShare is the decision for a request its team's limits hold back.
 func (s *sharing) waitShare(req *Request, t *team, code ReasonCode, terse bool) Decision {
 	r := Reason{Code: code, NeedGPUs: req.GPUs, NeedMiB: req.MemPerGPUMiB, LargestFreeGPU: -1,
 		Team: t.Name, TeamHeld: t.held, TeamNominal: t.Nominal, Lent: s.lent(), Text: "waiting"}
 	if !terse {
-		r.Text = s.shareText(&r, t)
+		r.Text = s.shareText(&r, req, t)
 	}
 	return Decision{ID: req.ID, Reason: r, Wait: r.Text}
 }
 
 // shareText is "team vision is at its share (4 of 4 GPUs); 2 GPUs are
 // lent to nlp until they are wanted".
-func (s *sharing) shareText(r *Reason, t *team) string {
+func (s *sharing) shareText(r *Reason, req *Request, t *team) string {
 	var b strings.Builder
 	name := t.Name
 	if name == "" {
 		name = "(none)"
 	}
 	switch {
+	case r.Code == WaitTeamShare && float64(req.GPUs) > t.Nominal+1e-9:
+		fmt.Fprintf(&b, "it needs %d GPUs, more than team %s's share (%s GPUs): it runs only on GPUs other teams leave idle",
+			req.GPUs, name, gpuCount(t.Nominal))
 	case r.Code == WaitTeamBorrow:
 		fmt.Fprintf(&b, "team %s holds %s of its %s GPUs and may borrow at most %s more", name, gpuCount(t.held),
 			gpuCount(t.Nominal), gpuCount(t.BorrowLimit))
@@ -428,8 +523,8 @@ func (s *sharing) shareText(r *Reason, t *team) string {
 	default:
 		fmt.Fprintf(&b, "team %s is at its share (%s of %s GPUs)", name, gpuCount(t.held), gpuCount(t.Nominal))
 	}
-	if r.Code == WaitTeamShare && s.kept > 0 {
-		fmt.Fprintf(&b, ", and %s idle GPU(s) are kept for their teams", gpuCount(s.kept))
+	if k := s.keptIdle(); r.Code == WaitTeamShare && k > 0 {
+		fmt.Fprintf(&b, ", and %s idle GPU(s) are kept for their teams", gpuCount(k))
 	}
 	if lent := s.lentTo(t.Name); lent != "" {
 		b.WriteString("; " + lent)

@@ -172,3 +172,116 @@ func TestTeamsShareAskedForAhead(t *testing.T) {
 	require.Equal(t, WaitTeamShare, d[1].Reason.Code)
 	require.Contains(t, d[1].Wait, "team nlp's share (1 GPUs) is asked for by its runs ahead (0 held)")
 }
+
+func TestTeamsBorrowLimitCountsThePass(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// nlp (share 1, may borrow 1 more) holds its one GPU and asks for
+	// three more in one pass: one borrows, two wait at the limit.
+	lim := labTeams()
+	lim.Teams[1].BorrowLimit = 1
+	inv := machine(8, 0, 80, 80, 80)
+	running := []Running{whole("n0", "nlp", "G0", t0)}
+	var q []Request
+	for _, id := range []string{"a", "b", "c"} {
+		q = append(q, Request{ID: id, Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0})
+	}
+	d := NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: lim})
+	placed, limited := 0, 0
+	for _, x := range d {
+		if x.Placed() {
+			placed++
+		} else if x.Reason.Code == WaitTeamBorrow {
+			limited++
+		}
+	}
+	require.Equal(t, 1, placed)
+	require.Equal(t, 2, limited)
+}
+
+func TestTeamsReclaimStopsOnlyWhatFrees(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// nlp holds GPU 0, its share, and borrows GPUs 1–3. Two vision runs
+	// each have one borrowed run reclaimed, a different one each (the
+	// second counts the room the first took), and never nlp's own.
+	inv := machine(8, 0, 0, 0, 0)
+	running := []Running{
+		whole("n0", "nlp", "G0", t0),
+		whole("n1", "nlp", "G1", t0.Add(time.Minute)),
+		whole("n2", "nlp", "G2", t0.Add(2*time.Minute)),
+		whole("n3", "nlp", "G3", t0.Add(3*time.Minute)),
+	}
+	q := []Request{
+		{ID: "v1", Team: "vision", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0},
+		{ID: "v2", Team: "vision", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0.Add(time.Second)},
+	}
+	d := NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: labTeams()})
+	require.Len(t, d[0].Preempt, 1)
+	require.Len(t, d[1].Preempt, 1)
+	require.NotEqual(t, d[0].Preempt, d[1].Preempt, "each reclaim counts the room the one before took")
+	require.NotContains(t, append(d[0].Preempt, d[1].Preempt...), "n0", "nlp keeps its own share")
+}
+
+func TestTeamsCountAMIGGPUOnce(t *testing.T) {
+	// One physical GPU split into two slices and one whole GPU: nlp's two
+	// runs on the two slices hold one GPU, its share; vision may have the
+	// other within its share.
+	inv := Inventory{GPUs: []GPU{
+		{Index: 0, UUID: "G0", TotalMiB: 80 * gib, FreeMiB: 0, Healthy: true},
+		{Index: 1, UUID: "M0", Parent: "G0", TotalMiB: 40 * gib, FreeMiB: 0, Healthy: true},
+		{Index: 2, UUID: "M1", Parent: "G0", TotalMiB: 40 * gib, FreeMiB: 0, Healthy: true},
+		{Index: 3, UUID: "G1", TotalMiB: 80 * gib, FreeMiB: 80 * gib, Healthy: true},
+	}}
+	running := []Running{
+		{ID: "n0", Team: "nlp", GPUs: []string{"M0"}, MemPerGPUMiB: 40 * gib, Start: t0},
+		{ID: "n1", Team: "nlp", GPUs: []string{"M1"}, MemPerGPUMiB: 40 * gib, Start: t0},
+	}
+	var borrowed []string
+	for _, b := range Borrowers(State{Inventory: inv, Running: running, Teams: labTeams()}) {
+		if b.Borrowed {
+			borrowed = append(borrowed, b.ID)
+		}
+	}
+	require.Empty(t, borrowed, "two slices of one GPU are one GPU of nlp's share")
+}
+
+func TestTeamsLendLimitAfterOwnUse(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// vision (share 3) lends at most 1 of its idle GPUs. Holding one, it
+	// has two idle: one is lent, one kept. nlp (holding its one) borrows
+	// one GPU, not two.
+	kept := labTeams()
+	kept.Teams[0].LendLimit = 1
+	inv := machine(8, 0, 0, 80, 80)
+	running := []Running{whole("v0", "vision", "G0", t0), whole("n0", "nlp", "G1", t0)}
+	q := []Request{
+		{ID: "a", Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0},
+		{ID: "b", Team: "nlp", GPUs: 1, MemPerGPUMiB: 80 * gib, Submit: t0.Add(time.Second)},
+	}
+	d := NewScheduler(Herd(HerdOptions{})).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: kept})
+	require.True(t, d[0].Placed())
+	require.Equal(t, WaitTeamShare, d[1].Reason.Code)
+	require.Contains(t, d[1].Wait, "1 idle GPU(s) are kept for their teams")
+}
+
+func TestTeamsTersePassDecidesAsAFullOne(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// Terse passes (the simulator's) skip requests whose shape already
+	// failed: the shape must carry the team, or a run would be refused a
+	// GPU beside its own team's because another team's was.
+	inv := machine(8, 60, 0)
+	running := []Running{
+		{ID: "v0", Team: "vision", GPUs: []string{"G0"}, MemPerGPUMiB: 20 * gib, Shareable: true, Start: t0},
+		whole("n0", "nlp", "G1", t0),
+	}
+	small := labTeams()
+	small.Teams[0].Nominal = 1
+	q := []Request{
+		{ID: "n", Team: "nlp", GPUs: 1, MemPerGPUMiB: 20 * gib, Shareable: true, Submit: t0},
+		{ID: "v", Team: "vision", GPUs: 1, MemPerGPUMiB: 20 * gib, Shareable: true, Submit: t0.Add(time.Second)},
+	}
+	for _, terse := range []bool{false, true} {
+		d := NewScheduler(BestFit()).Schedule(State{Inventory: inv, Running: running, Queue: q, Now: now, Teams: small, Terse: terse})
+		require.False(t, d[0].Placed(), "terse %v", terse)
+		require.Equal(t, []int{0}, placedOn(d[1]), "terse %v: beside its own team's run", terse)
+	}
+}

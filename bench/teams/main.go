@@ -13,8 +13,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -152,7 +154,7 @@ func philly(path string, gpus, workers int) ([]Row, error) {
 		}()
 	}
 	wg.Wait()
-	return rows, errorsJoin(errs)
+	return rows, errors.Join(errs...)
 }
 
 // paiRows replays PAI 2023's GPU pods with their QoS class as the team,
@@ -191,22 +193,24 @@ func replay(jobs []sim.Job, gpus int, shares string) (Row, error) {
 	best.Policy = shepherd.BestFit()
 	r.Best = sim.Replay(jobs, best)
 	r.WorstTeam, r.WorstRatio = r.Shared.WorstTeam()
-	r.UtilRatio = r.Shared.GPUUtil / r.Best.GPUUtil
-	r.BusyRatio = r.Shared.BusyWhileWaiting / r.Best.BusyWhileWaiting
-	r.JCTVsBest = r.Shared.AvgJCT / r.Best.AvgJCT
+	r.UtilRatio = ratio(r.Shared.GPUUtil, r.Best.GPUUtil)
+	r.BusyRatio = ratio(r.Shared.BusyWhileWaiting, r.Best.BusyWhileWaiting)
+	r.JCTVsBest = ratio(r.Shared.AvgJCT, r.Best.AvgJCT)
 	r.SharingOK = r.WorstRatio <= 1.05
 	r.AcceptOK = r.SharingOK && r.JCTVsBest <= 1 && r.UtilRatio >= 0.95
 	r.Preemptions = r.Shared.Preemptions
 	return r, nil
 }
 
-func errorsJoin(errs []error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
+// ratio is a / b, 1 when both are 0 (nothing waited in either replay).
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		if a == 0 {
+			return 1
 		}
+		return math.Inf(1)
 	}
-	return nil
+	return a / b
 }
 
 func markdown(rows []Row, gpus int) string {

@@ -3,7 +3,7 @@ package shepherd
 import (
 	"cmp"
 	"fmt"
-		"math"
+	"math"
 	"slices"
 	"strings"
 	"time"

@@ -196,7 +196,7 @@ func (e *Engine) collector(ctx context.Context, job executor.Job, elapsed time.D
 	}
 	return &metrics.Collector{
 		Store: e.store, Writer: e.writer, RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt,
-		RunDir: job.RunDir, StageDir: job.StageDir, Stdout: job.StdoutPath, Stderr: job.StderrPath,
+		RunDir: job.RunDir, StageDir: job.StageDir, StageFolder: stageFolder(job.RunDir), Stdout: job.StdoutPath, Stderr: job.StderrPath,
 		Sources: e.metricSources(ctx, job.RunID, job.Stage),
 		// Files older than this attempt belong to an earlier one (the
 		// slack absorbs the time between the start and this call).

@@ -340,7 +340,7 @@ func rereadMetrics(ctx context.Context, store *storage.DB, rec runRecord, dir st
 		for i, n := range numbers {
 			stdout, stderr := stageLogPaths(dir, st.Name, n)
 			c := &metrics.Collector{Store: store, Writer: w, RunID: rec.Run.ID, Stage: st.Name, Attempt: n,
-				RunDir: dir, StageDir: stageDir, Sources: metrics.Sources{Rules: st.Metrics}, Files: metrics.NoFiles,
+				RunDir: dir, StageDir: stageDir, StageFolder: stageFolder(dir), Sources: metrics.Sources{Rules: st.Metrics}, Files: metrics.NoFiles,
 				Stdout: stdout, Stderr: stderr,
 				OnPoints: func(pts []storage.MetricPoint) { stored.Add(int64(len(pts))) }}
 			if i == len(numbers)-1 {

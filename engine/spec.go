@@ -159,6 +159,19 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	return keys
 }
 
+// stageFolder says whether dir, in a run's folder, is a stage's own: one
+// level down, with an attempt's log in it (the layout stageLogPaths
+// makes). The metrics readers leave such folders to their stages.
+func stageFolder(runDir string) func(dir string) bool {
+	return func(dir string) bool {
+		if filepath.Dir(dir) != filepath.Clean(runDir) {
+			return false
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "attempt-*.stdout.log"))
+		return len(logs) > 0
+	}
+}
+
 func stageLogPaths(runDir, stage string, attempt int) (stdout, stderr string) {
 	dir := filepath.Join(runDir, stage)
 	return filepath.Join(dir, fmt.Sprintf("attempt-%d.stdout.log", attempt)),

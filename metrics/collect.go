@@ -41,14 +41,10 @@ type Sources struct {
 var (
 	DefaultTensorBoardStage = []string{"tb/**", "runs/*/**", "lightning_logs/*/**"}
 	DefaultTensorBoardRun   = []string{"runs/*/**", "lightning_logs/*/**"}
-	// DefaultCSVStage, in the stage's folder: Lightning's CSVLogger (in its
-	// save_dir or the folder itself), Ultralytics' results.csv
-	// (runs/TASK/NAME/), timm's summary.csv (output/train/NAME/).
-	// DefaultCSVRun, in the run's folder, is the same but for a save_dir:
-	// there, a folder one level down is a stage's own, whose files are that
-	// stage's (read by every stage, they were stored once for each).
-	DefaultCSVStage = []string{"lightning_logs/*/metrics.csv", "*/lightning_logs/*/metrics.csv", "runs/*/*/results.csv", "output/train/*/summary.csv"}
-	DefaultCSVRun   = []string{"lightning_logs/*/metrics.csv", "runs/*/*/results.csv", "output/train/*/summary.csv"}
+	// DefaultCSV, in both folders: Lightning's CSVLogger (in its save_dir
+	// or the folder itself), Ultralytics' results.csv (runs/TASK/NAME/),
+	// timm's summary.csv (output/train/NAME/).
+	DefaultCSV = []string{"lightning_logs/*/metrics.csv", "*/lightning_logs/*/metrics.csv", "runs/*/*/results.csv", "output/train/*/summary.csv"}
 )
 
 // FileScope is which files a Collector reads beside stdout and stderr.
@@ -87,8 +83,11 @@ type Collector struct {
 	// RunDir and StageDir are the run's and the stage's folders; Stdout
 	// and Stderr the attempt's log files.
 	RunDir, StageDir string
-	Stdout, Stderr   string
-	Sources          Sources
+	// StageFolder says whether a folder in RunDir is a stage's own (the
+	// engine knows its layout); nil: none is.
+	StageFolder    func(dir string) bool
+	Stdout, Stderr string
+	Sources        Sources
 	// Since: files last modified before it belong to an earlier attempt.
 	Since time.Time
 	// OnPoints gets every batch of points as it is read (from several
@@ -150,28 +149,35 @@ func (c *Collector) Start(ctx context.Context) error {
 		rules = append(rules, m)
 	}
 	var tbLocs, csvLocs, jsonLocs, stateLocs []Location
-	add := func(dst *[]Location, base string, patterns []string) error {
+	// add appends a location per pattern; skip names folders not to look
+	// in (nil: none).
+	add := func(dst *[]Location, base string, patterns []string, skip func(string) bool) error {
 		for _, p := range patterns {
 			g, err := pathglob.Parse(p)
 			if err != nil {
 				return err
 			}
-			*dst = append(*dst, Location{Base: base, Glob: g})
+			*dst = append(*dst, Location{Base: base, Glob: g, Skip: skip})
 		}
 		return nil
 	}
+	// The run folder's default patterns leave the stages' folders to
+	// their stages: read by every stage, a stage's files were stored once
+	// for each. A template's own patterns may name any folder.
+	notStages := c.StageFolder
 	var err error
 	switch c.Files {
 	case AllFiles:
 		err = errors.Join(
-			add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&tbLocs, c.RunDir, DefaultTensorBoardRun),
-			add(&tbLocs, c.RunDir, c.Sources.TensorBoard),
-			add(&csvLocs, c.StageDir, DefaultCSVStage), add(&csvLocs, c.RunDir, DefaultCSVRun), add(&csvLocs, c.RunDir, c.Sources.CSV),
-			add(&jsonLocs, c.StageDir, DefaultJSONLines), add(&jsonLocs, c.RunDir, DefaultJSONLines),
-			add(&stateLocs, c.StageDir, DefaultTrainerState), add(&stateLocs, c.RunDir, DefaultTrainerState))
+			add(&tbLocs, c.StageDir, DefaultTensorBoardStage, nil), add(&tbLocs, c.RunDir, DefaultTensorBoardRun, notStages),
+			add(&tbLocs, c.RunDir, c.Sources.TensorBoard, nil),
+			add(&csvLocs, c.StageDir, DefaultCSV, nil), add(&csvLocs, c.RunDir, DefaultCSV, notStages),
+			add(&csvLocs, c.RunDir, c.Sources.CSV, nil),
+			add(&jsonLocs, c.StageDir, DefaultJSONLines, nil), add(&jsonLocs, c.RunDir, DefaultJSONLines, notStages),
+			add(&stateLocs, c.StageDir, DefaultTrainerState, nil), add(&stateLocs, c.RunDir, DefaultTrainerState, notStages))
 	case StageFiles:
-		err = errors.Join(add(&tbLocs, c.StageDir, DefaultTensorBoardStage), add(&csvLocs, c.StageDir, DefaultCSVStage),
-			add(&jsonLocs, c.StageDir, DefaultJSONLines), add(&stateLocs, c.StageDir, DefaultTrainerState))
+		err = errors.Join(add(&tbLocs, c.StageDir, DefaultTensorBoardStage, nil), add(&csvLocs, c.StageDir, DefaultCSV, nil),
+			add(&jsonLocs, c.StageDir, DefaultJSONLines, nil), add(&stateLocs, c.StageDir, DefaultTrainerState, nil))
 	}
 	if err != nil {
 		return err

@@ -249,6 +249,9 @@ func findFiles(locs []Location, since time.Time, known func(path string) bool) (
 				}
 				return err
 			}
+			if d.IsDir() && p != root && loc.Skip != nil && loc.Skip(p) {
+				return fs.SkipDir
+			}
 			if d.IsDir() || !d.Type().IsRegular() || seen[p] {
 				return nil
 			}

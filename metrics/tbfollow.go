@@ -89,6 +89,9 @@ type tbFile struct {
 type Location struct {
 	Base string
 	Glob pathglob.Glob
+	// Skip, when set, names folders under Base not to look in: in a
+	// run's folder, the stages' own folders, whose files are theirs.
+	Skip func(dir string) bool
 }
 
 // Stop asks Run to read what the files hold and return; it waits until Run
@@ -129,6 +132,9 @@ func (f *TBFollower) scan() error {
 					return nil // not created yet, or removed while walking
 				}
 				return err
+			}
+			if d.IsDir() && p != root && loc.Skip != nil && loc.Skip(p) {
+				return fs.SkipDir
 			}
 			if d.IsDir() || !d.Type().IsRegular() || !strings.Contains(d.Name(), "tfevents") || seen[p] {
 				return nil

@@ -42,10 +42,11 @@ func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
 		Searched: []string{"lr", "hidden"},
 		Why:      "expected val_acc 0.975 ± 0.004 from 14 runs",
 	}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	s := NewShell(b, NewMainView(b, w), Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
 	s.Show("Templates")
@@ -124,7 +125,7 @@ func (l *liveStudies) set(s ...StudyInfo) {
 func TestStudyViewIsLive(t *testing.T) {
 	b := &liveStudies{fakeBackend: fakeBackend{archive: archiveRuns(time.Now())}}
 	b.set(StudyInfo{ID: "st1", Template: "demo", State: "running", Objective: "val_acc", Goal: "max", Budget: 8, Done: 2, Running: 2})
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewArchiveView(b, w)
@@ -172,7 +173,7 @@ func TestStudyViewListsTheTrials(t *testing.T) {
 				Why: "val_acc 0.81 at step 10, median of 2 trials 0.90"},
 			{Number: 3, State: "running", Params: map[string]any{"lr": 0.01, "hidden": int64(64)}},
 		}})
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewArchiveView(b, w)

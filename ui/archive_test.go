@@ -120,7 +120,7 @@ func TestParamDiffKeepsOnlyParametersThatDiffer(t *testing.T) {
 
 func newArchiveRig(t *testing.T, b *fakeBackend) (*ArchiveView, fyne.Window) {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	v := NewArchiveView(b, w)
@@ -246,7 +246,7 @@ func idsOf(es []engine.ArchiveEntry) []string {
 }
 
 func TestArchiveGolden(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	local := time.Local
 	time.Local = time.UTC // the Created column prints local times
 	t.Cleanup(func() { time.Local = local })

@@ -211,7 +211,7 @@ func openTab(o fyne.CanvasObject, title string) {
 
 // At 1024 px the stage chips of a run row never cover its state badge.
 func TestBugStageChipsDoNotCoverTheState(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	row := newRunRow().(*runRow)
 	w := test.NewWindow(row)
 	defer w.Close()

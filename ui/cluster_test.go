@@ -16,7 +16,7 @@ import (
 )
 
 func TestClusterPageShowsNodesAndJobs(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	info := ClusterInfo{FreeGPUs: 3, Partition: "gpu",
@@ -31,6 +31,7 @@ func TestClusterPageShowsNodesAndJobs(t *testing.T) {
 	b := &fakeBackend{}
 	runs := NewMainView(b, w)
 	s := NewShell(b, runs, Options{Cluster: func(context.Context) (ClusterInfo, error) { return info, nil }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
 	var names []string
@@ -99,13 +100,14 @@ func (h *httpMetrics) Serve(addr string) (string, error) {
 }
 
 func TestSettingsServesPrometheusMetrics(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	srv := &httpMetrics{}
 	t.Cleanup(func() { _, _ = srv.Serve("") })
 	b := &fakeBackend{}
 	s := NewShell(b, NewMainView(b, w), Options{Metrics: srv}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	s.Show("Settings")
 	m := s.metrics
@@ -144,6 +146,7 @@ func TestSettingsServesPrometheusMetrics(t *testing.T) {
 	// The environment's address is served at start and wins.
 	fyne.CurrentApp().Preferences().SetString(prefMetricsAddr, taken.Addr().String())
 	s2 := NewShell(b, NewMainView(b, w), Options{Metrics: srv, MetricsAddr: "127.0.0.1:0"}, w)
+	t.Cleanup(s2.Close)
 	s2.metrics.start(s2.opts.MetricsAddr)
 	require.Regexp(t, `^Serving http://127\.0\.0\.1:\d+/metrics$`, s2.metrics.status.Text)
 }

@@ -41,5 +41,7 @@
 // sampler's history and process look-ups reach it through [Options], which
 // the app fills; reports are rendered by a [ReportExporter] the app hands
 // in. Updates from background goroutines reach widgets only through
-// fyne.Do.
+// fyne.Do, and every such goroutine is one of its view's tasks (tasks.go):
+// a view's Close (the Shell's, for the window) ends them, so none draws
+// into a window or app that came after its own.
 package ui

@@ -22,7 +22,7 @@ import (
 // per point, so that hit-tests have a frame.
 func testChart(t testing.TB, s []chartSeries, w, h float32) *chart {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	c := newChart()
 	c.SetSeries("train · loss", s)
 	c.Resize(fyne.NewSize(w, h))
@@ -148,7 +148,7 @@ func TestChartXAxisModes(t *testing.T) {
 }
 
 func TestChartFillsItsPane(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	p := newCurvePanel()
 	p.chart.SetSeries("t", []chartSeries{lossSeries("loss", 50, time.Now(), 1)})
 	w := test.NewWindow(p.content)
@@ -202,7 +202,7 @@ func TestSentinelRetriedRunView(t *testing.T) {
 			{Number: 1, State: "failed", Reason: "retrying after nan with lr: 1 → 0.1; exit 2"}, {Number: 2, State: "succeeded"}}}}}}},
 		anomalies: []engine.AnomalyInfo{{ID: 1, Stage: "train", Kind: "nan", Severity: "critical", Message: "loss is NaN at step 9"},
 			{ID: 2, Stage: "train", Kind: "action_retry", Severity: "info", Message: "retrying after nan with lr: 1 → 0.1"}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewMainView(b, w)
@@ -456,12 +456,13 @@ func (p *progressBackend) LastMetrics(_ context.Context, id string) ([]engine.Po
 }
 
 func TestNotificationsBell(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	b := &fakeBackend{}
 	runs := NewMainView(b, w)
 	s := NewShell(b, runs, Options{DesktopNotifications: func() (bool, string) { return false, "no D-Bus session bus" }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
 	require.False(t, s.desktopOK.Load())
@@ -494,8 +495,9 @@ func TestNotificationsBell(t *testing.T) {
 }
 
 func TestToastGoesAway(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	n := newNotices(nil)
+	t.Cleanup(n.tasks.Close)
 	n.toastFor = 10 * time.Millisecond
 	n.add(note{title: "Run finished", body: "Run r1 succeeded."})
 	require.True(t, n.toast.Visible())

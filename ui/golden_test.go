@@ -18,7 +18,7 @@ import (
 func f64(v float64) *float64 { return &v }
 
 func TestBoardGolden(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	waiting := stages(engine.Queued, engine.Queued)
 	waiting[0].Reason = "needs 2×70 GiB on one NVLink group; largest free is 60 GiB on GPU 0"
 	b := &fakeBackend{

@@ -90,7 +90,7 @@ stages:
 	entries := func(t *testing.T) []TemplateEntry {
 		return []TemplateEntry{{Name: "g", Load: func() (*templateT, error) { return parseT(t, gpuYAML) }}}
 	}
-	test.NewTempApp(t)
+	newTestApp(t)
 	with := &fakeBackend{snap: simSnapshot(t, "2xA100-80GB")}
 	wz := NewWizard(with, entries(t), nil, nil, nil)
 	wz.list.Select(0)
@@ -227,7 +227,7 @@ func TestErrorAndArchiveDialogKeys(t *testing.T) {
 
 // A focused button answers Enter as a click.
 func TestKeyButtonEnter(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	n := 0
 	b := newKeyButton("Go", nil, func() { n++ })
 	w := test.NewWindow(b)
@@ -288,7 +288,7 @@ func TestWideRangeTurnsOnLogY(t *testing.T) {
 	neg.add(1, time.Time{}, 1e9)
 	require.False(t, wideRange([]chartSeries{neg}), "not on a log scale: a value ≤ 0")
 
-	test.NewTempApp(t)
+	newTestApp(t)
 	p := newCurvePanel()
 	p.show([]string{"train/loss"}, curveData{name: "train/loss", id: "1", series: []chartSeries{blowUp, calm}})
 	require.True(t, p.logY.Checked, "a metric that blew up opens on a log scale")
@@ -330,7 +330,7 @@ func TestCancelOfARunThatJustEndedIsNoError(t *testing.T) {
 	now := time.Now()
 	b := &endedFake{fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Running, CreatedAt: now, StartedAt: now,
 		Stages: stages(engine.Running)}}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewMainView(b, w)

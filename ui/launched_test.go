@@ -66,7 +66,7 @@ func TestLaunchedVersusRanEverywhere(t *testing.T) {
 		anomalies: retryRecords},
 		launched: map[string]map[string]any{"r1": {"lr": 1.0, "optimizer": "sgd"}},
 		attempts: map[int]map[string]any{1: {"lr": 1.0, "optimizer": "sgd"}, 2: {"lr": 0.1, "optimizer": "sgd"}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewMainView(b, w)
@@ -141,7 +141,7 @@ func TestBoardShowsTheETA(t *testing.T) {
 			Stages: []engine.StageInfo{{Name: "train", State: engine.Running}}},
 		{ID: "r2", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now.Add(-time.Minute),
 			Stages: []engine.StageInfo{{Name: "train", State: engine.Running}}}}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	v := NewBoard(b)
 	m := v.read(context.Background())
 	require.Len(t, m.queue, 2)
@@ -205,7 +205,7 @@ func TestArchiveStudyView(t *testing.T) {
 		ID: "st1", Template: "digits-mlp", State: "running", Objective: "val_acc", Goal: "max", Budget: 40, Done: 12, Running: 2,
 		Pruned: 3, Best: 0.9852, HasBest: true, BestRun: "r-a", Next: map[string]any{"lr": 0.003, "hidden": 128.0},
 		Why: "expected val_acc 0.987 ± 0.004"}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewArchiveView(b, w)

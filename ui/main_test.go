@@ -172,7 +172,7 @@ func stages(states ...engine.State) []engine.StageInfo {
 
 func newTestView(t *testing.T, b *fakeBackend) (*MainView, fyne.Window) {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	v := NewMainView(b, w)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -78,6 +79,7 @@ const maxNotes = 100
 // bell's list of everything since the window opened.
 type notices struct {
 	mu     sync.Mutex
+	tasks  tasks  // the toasts' timers; close ends them
 	list   []note // newest first
 	unread int
 
@@ -154,7 +156,12 @@ func (n *notices) add(nt note) {
 	}
 	n.toast.Show()
 	n.layer.Refresh()
-	time.AfterFunc(n.toastFor, func() {
+	n.tasks.Go(func(ctx context.Context) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.toastFor):
+		}
 		fyne.Do(func() {
 			n.mu.Lock()
 			current := n.shown == id

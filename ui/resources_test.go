@@ -94,7 +94,7 @@ func TestRunsOwnGPUsOnACPUTemplateGoToEveryStage(t *testing.T) {
 // The Resources step holds the GPU parameters (not the Parameters step),
 // says where the run would go, and the Review shows it per run.
 func TestWizardResourcesStepShowsPlacement(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &fakeBackend{snap: simSnapshot(t, "2xA100-80GB")}
 	wz := NewWizard(b, gpuEntries(t, gpuTemplateYAML), nil, nil, nil)
 	test.NewWindow(wz.Content())
@@ -114,7 +114,7 @@ func TestWizardResourcesStepShowsPlacement(t *testing.T) {
 // an engine that takes them; the Review refuses what can never fit and
 // says where the rest would go.
 func TestWizardRunsOwnResources(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &resourceFake{fakeBackend: fakeBackend{snap: simSnapshot(t, "2xA100-80GB")}}
 	launched := make(chan []string, 1)
 	wz := NewWizard(b, gpuEntries(t, fixedGPUYAML), nil, func(ids []string, err error) {
@@ -156,7 +156,7 @@ func TestWizardRunsOwnResources(t *testing.T) {
 // Bad resources block Next with a message that says what to type; an
 // engine that takes no per-run resources disables the controls and says so.
 func TestWizardResourceInputIsChecked(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &resourceFake{}
 	wz := NewWizard(b, gpuEntries(t, fixedGPUYAML), nil, nil, nil)
 	wz.list.Select(0)
@@ -201,7 +201,7 @@ stages:
 sentinel:
   nan: {do: retry, set: {lr: "*0.1"}}
 `
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &resourceFake{}
 	wz := NewWizard(b, gpuEntries(t, yaml), nil, nil, nil)
 	wz.list.Select(0)

@@ -22,10 +22,11 @@ func TestStudyLaunchSuggestedOpensTheWizard(t *testing.T) {
 		Best: 0.97, HasBest: true, BestRun: "r-a", Next: map[string]any{"lr": 0.003, "hidden": 128.0},
 		Why: "expected val_acc 0.975 ± 0.004 from 14 trials"}, {
 		ID: "st0", Template: "demo", State: "done", Budget: 4, Done: 4}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	s := NewShell(b, NewMainView(b, w), Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
 	s.Show("Archive")
@@ -69,7 +70,7 @@ func (l *launcherFake) got() []StudySpec {
 // The wizard's Search mode: prefilled from the schema, its form makes the
 // StudySpec the engine launches, and Review says what the study is.
 func TestWizardSearchModeMakesTheStudySpec(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &launcherFake{}
 	var study string
 	closed := false
@@ -139,7 +140,7 @@ func TestWizardSearchModeMakesTheStudySpec(t *testing.T) {
 
 // The bundled demo's Search mode, as the README quotes its Review.
 func TestWizardSearchModeOnTheDemo(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	yaml, err := os.ReadFile("../assets/templates/digits-mlp/template.yaml")
 	require.NoError(t, err)
 	tm, err := template.Parse("template.yaml", yaml)

@@ -16,11 +16,12 @@ import (
 
 func newTestShell(t *testing.T, b *fakeBackend) (*Shell, fyne.Window) {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	runs := NewMainView(b, w)
 	s := NewShell(b, runs, Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
 	return s, w
@@ -75,7 +76,7 @@ func TestOpenRunShowsItsCurve(t *testing.T) {
 }
 
 func TestCurveCacheSkipsUnchangedSeries(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	fb := &fakeBackend{series: []engine.Point{{Stage: "train", Key: "loss", Step: 0, Value: 1}, {Stage: "train", Key: "loss", Step: 1, Value: 0.5}}}
 	r := engine.RunInfo{ID: "r1"}
 	last := []engine.Point{{Stage: "train", Key: "loss", Attempt: 1, Step: 1, Value: 0.5}}

@@ -138,21 +138,24 @@ func (v *ArchiveView) Studies() {
 		close(closed)
 	})
 	// A study's own changes (it ends, its next suggestion moves) come
-	// with no run event: read them every couple of seconds too.
-	go func() {
+	// with no run event: read them every couple of seconds too, until
+	// the dialog or the view closes.
+	v.tasks.Go(func(ctx context.Context) {
 		tick := time.NewTicker(studiesPeriod)
 		defer tick.Stop()
 		for {
 			select {
 			case <-closed:
 				return
+			case <-ctx.Done():
+				return
 			case <-tick.C:
-				if fill := v.refreshStudies(context.Background()); fill != nil {
+				if fill := v.refreshStudies(ctx); fill != nil {
 					fyne.Do(fill)
 				}
 			}
 		}
-	}()
+	})
 }
 
 // maxTrialLines is how many trials a study shows in the study view.

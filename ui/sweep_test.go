@@ -50,7 +50,7 @@ var sweepRuns = []string{
 }
 
 func TestWizardSweepIsTheTemplatesExpansion(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	tm, err := template.Parse("sweepdemo.yaml", []byte(sweepYAML))
 	require.NoError(t, err)
 	r := &wizardRig{b: &fakeBackend{}, launched: make(chan []string, 1)}

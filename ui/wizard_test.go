@@ -47,7 +47,7 @@ type wizardRig struct {
 
 func newWizardRig(t *testing.T) *wizardRig {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	r := &wizardRig{b: &fakeBackend{}, launched: make(chan []string, 1)}
 	r.w = NewWizard(r.b, demoEntries(t), nil, func(ids []string, err error) {
 		require.NoError(t, err)
@@ -217,7 +217,7 @@ func TestWizardBadSeedBlocksNext(t *testing.T) {
 }
 
 func TestWizardRemembersLastValues(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &fakeBackend{}
 	remember := map[string]map[string]string{}
 	done := make(chan struct{}, 1)
@@ -304,7 +304,7 @@ func TestWizardAsksBeforeRepeatingADoneRun(t *testing.T) {
 // A docker template whose image is missing would wait: the review says so
 // and offers the host as an explicit choice, saying what it loses.
 func TestWizardOffersTheHostWhenTheImageIsMissing(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	tm, err := template.Parse("d.yaml", []byte("name: d\nruntime: {kind: docker, image: niuma/x:1}\nstages: [{name: a, command: [/bin/true]}]\n"))
 	require.NoError(t, err)
 	b := &fakeBackend{placement: engine.Provenance{Executor: "docker",

@@ -1,0 +1,113 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"github.com/stretchr/testify/require"
+)
+
+// newTestApp is test.NewTempApp that, at the test's end, waits until no
+// goroutine of any view is left (the test closes the views it started
+// goroutines in). One left running would draw, through fyne.Do, into the
+// next test's window and app.
+func newTestApp(tb testing.TB) fyne.App {
+	tb.Helper()
+	a := test.NewTempApp(tb)
+	tb.Cleanup(func() { waitForViews(tb) })
+	return a
+}
+
+// viewsDeadline is how long a closed view's goroutines may take to
+// return: generous, for a loaded machine; a leak waits it out and fails.
+const viewsDeadline = 30 * time.Second
+
+// waitForViews waits until every view goroutine has returned, or fails
+// the test with the stacks of those left.
+func waitForViews(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(viewsDeadline)
+	for running.Load() > 0 {
+		if time.Now().After(deadline) {
+			var buf bytes.Buffer
+			_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+			var ours []string
+			for _, g := range strings.Split(buf.String(), "\n\n") {
+				if strings.Contains(g, "niuma/ui.") && !strings.Contains(g, "waitForViews") {
+					ours = append(ours, g)
+				}
+			}
+			tb.Fatalf("%d view goroutines outlived the test (a view left open?):\n%s", running.Load(), strings.Join(ours, "\n\n"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A view's goroutines end when it closes, whatever they wait on: the
+// study view's ticker with its dialog still open, and one under a
+// caller's context that has not ended.
+func TestTasksEndWithTheirView(t *testing.T) {
+	var ts tasks
+	started := make(chan struct{}, 2)
+	ts.Go(func(ctx context.Context) { started <- struct{}{}; <-ctx.Done() })
+	ts.GoUnder(context.Background(), func(ctx context.Context) { started <- struct{}{}; <-ctx.Done() })
+	<-started
+	<-started
+	require.EqualValues(t, 2, running.Load())
+	ts.Close()
+	waitForViews(t)
+	ran := false
+	ts.Go(func(context.Context) { ran = true })
+	waitForViews(t)
+	require.False(t, ran, "nothing starts on a closed view")
+
+	// The caller's context ends the goroutine before the view closes.
+	var other tasks
+	defer other.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	other.GoUnder(ctx, func(ctx context.Context) { <-ctx.Done(); close(done) })
+	cancel()
+	<-done
+	waitForViews(t)
+}
+
+// The study view left open when its page closes stops reading: its ticker
+// ends with the view, so nothing of it reaches a later window.
+func TestStudyViewStopsWithItsPage(t *testing.T) {
+	b := &liveStudies{fakeBackend: fakeBackend{archive: archiveRuns(time.Now())}}
+	b.set(StudyInfo{ID: "st1", Template: "demo", State: "running", Objective: "val_acc", Goal: "max", Budget: 8, Done: 2, Running: 2})
+	newTestApp(t)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	v := NewArchiveView(b, w)
+	w.SetContent(v.Content())
+	test.Tap(v.studies)
+	require.True(t, v.studiesOpen.Load())
+	require.EqualValues(t, 1, running.Load(), "the open study view's ticker")
+	v.Close()
+	waitForViews(t)
+	require.True(t, v.studiesOpen.Load(), "the dialog is still up; only its refresher stopped")
+}
+
+// A started window's goroutines (events, the board's and the runs page's
+// refreshers, the cluster's follow) end with Shell.Close, though the
+// context they were started under goes on.
+func TestShellCloseStopsItsGoroutines(t *testing.T) {
+	newTestApp(t)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	b := &fakeBackend{}
+	s := NewShell(b, NewMainView(b, w), Options{Cluster: func(context.Context) (ClusterInfo, error) { return ClusterInfo{}, nil }}, w)
+	w.SetContent(s.Content())
+	s.Start(context.Background())
+	require.GreaterOrEqual(t, running.Load(), int64(4))
+	s.Close()
+	waitForViews(t)
+}

@@ -342,7 +342,7 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	} else if started(r) && !r.State.Done() {
 		fmt.Fprintln(c.out, "\nno metrics yet")
 	} else if started(r) && r.State != engine.Cancelled {
-		fmt.Fprintln(c.out, "\nno metrics captured: print JSON lines ({\"step\": 1, \"loss\": 0.5}), write TensorBoard or CSV logs, or name a preset or pattern under the stage's metrics: (see the stage contract in the README)")
+		fmt.Fprintln(c.out, "\nno metrics captured: print JSON lines ({\"step\": 1, \"loss\": 0.5}), write TensorBoard or CSV logs, or name a preset or pattern under the stage's metrics: (see docs/guide/metrics.md)")
 	}
 	if len(gpus) > 0 {
 		fmt.Fprintln(c.out, "\nGPUS (from the per-minute GPU records)")

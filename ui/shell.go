@@ -465,7 +465,7 @@ func (s *Shell) settingsPage() fyne.CanvasObject {
 	if s.metrics != nil {
 		page.Add(s.metrics.content)
 	} else {
-		m := widget.NewLabel("Prometheus metrics: `niuma engine --metrics-addr 127.0.0.1:9464` serves them (README: Prometheus and Grafana).")
+		m := widget.NewLabel("Prometheus metrics: `niuma engine --metrics-addr 127.0.0.1:9464` serves them (docs/guide/prometheus.md).")
 		m.Wrapping = fyne.TextWrapWord
 		page.Add(m)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
 	"github.com/stretchr/testify/require"
 )
@@ -110,4 +111,46 @@ func TestShellCloseStopsItsGoroutines(t *testing.T) {
 	require.GreaterOrEqual(t, running.Load(), int64(4))
 	s.Close()
 	waitForViews(t)
+}
+
+// No canvas image on screen is without a source: every page, the wizard
+// and the study view, as drawn.
+func TestEveryImageHasASource(t *testing.T) {
+	b := &liveStudies{fakeBackend: fakeBackend{archive: archiveRuns(time.Now())}}
+	b.set(StudyInfo{ID: "st1", Template: "demo", State: "running", Objective: "val_acc", Goal: "max", Budget: 8, Done: 2, Running: 2})
+	newTestApp(t)
+	w := test.NewWindow(nil)
+	defer w.Close()
+	s := NewShell(b, NewMainView(b, w), Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil },
+		Cluster: func(context.Context) (ClusterInfo, error) { return ClusterInfo{}, nil }}, w)
+	t.Cleanup(s.Close)
+	w.SetContent(s.Content())
+	w.Resize(fyne.NewSize(1200, 780))
+	check := func(where string) {
+		t.Helper()
+		images := 0
+		objs := test.LaidOutObjects(w.Canvas().Content())
+		for _, o := range w.Canvas().Overlays().List() {
+			objs = append(objs, test.LaidOutObjects(o)...)
+		}
+		for _, o := range objs {
+			// A hidden one may be empty: Fyne's entry keeps one for its
+			// validation state, which it fills before it shows it.
+			if img, ok := o.(*canvas.Image); ok && img.Visible() {
+				images++
+				require.True(t, img.Resource != nil || img.Image != nil || img.File != "", "%s: an image on screen without a source", where)
+			}
+		}
+		require.NotZero(t, images, "%s: the page's icons are images", where)
+	}
+	for _, page := range []string{"Board", "Runs", "Archive", "Cluster", "Templates", "Settings"} {
+		s.Show(page)
+		check(page)
+	}
+	s.Show("Archive")
+	test.Tap(s.Archive.studies)
+	check("the study view")
+	pressKey(w, fyne.KeyEscape)
+	s.OpenWizard()
+	check("the wizard")
 }

@@ -108,7 +108,7 @@ func (p *advicePane) show(ctx context.Context, adv adviser, tmpl string) {
 				p.answered <- struct{}{}
 			}
 		}()
-		fyne.DoAndWait(func() {
+		onUIWait(func() {
 			if p.asked != asked {
 				return // another question was put since
 			}

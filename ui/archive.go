@@ -729,7 +729,7 @@ func (v *ArchiveView) Reload(ctx context.Context) {
 		}
 	}
 	fillStudies := v.refreshStudies(ctx)
-	fyne.DoAndWait(func() {
+	onUIWait(func() {
 		if fillStudies != nil {
 			fillStudies()
 		}
@@ -1000,7 +1000,7 @@ func (v *ArchiveView) onDelete() {
 			}
 			err := errors.Join(errs...)
 			if err != nil && v.win != nil {
-				fyne.Do(func() { showError(fmt.Errorf("some runs were not deleted: %w", err), v.win) })
+				onUI(func() { showError(fmt.Errorf("some runs were not deleted: %w", err), v.win) })
 			}
 			v.Reload(context.Background())
 			if v.deleted != nil {
@@ -1125,7 +1125,7 @@ func (c *compareView) draw(ctx context.Context, name string) {
 	if err != nil {
 		return
 	}
-	fyne.DoAndWait(func() { c.curves.show(c.names, d) })
+	onUIWait(func() { c.curves.show(c.names, d) })
 }
 
 // compareData reads one metric ("stage/key") of several runs, each named

@@ -93,7 +93,7 @@ func (v *clusterView) Reload(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	info, err := v.read(ctx)
-	fyne.Do(func() { v.apply(info, err, time.Now()) })
+	onUI(func() { v.apply(info, err, time.Now()) })
 }
 
 // close stops the page's reads and its follow.

@@ -109,7 +109,7 @@ func TestSettingsServesPrometheusMetrics(t *testing.T) {
 	s := NewShell(b, NewMainView(b, w), Options{Metrics: srv}, w)
 	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
-	s.Show("Settings")
+	show(t, s, "Settings")
 	m := s.metrics
 	require.Contains(t, texts(s.tabs.Selected().Content), "Prometheus metrics")
 	require.Equal(t, "Not serving. Type an address and press Serve (or Enter).", m.status.Text)
@@ -130,15 +130,15 @@ func TestSettingsServesPrometheusMetrics(t *testing.T) {
 	require.NoError(t, err)
 	defer taken.Close()
 	m.addr.SetText(taken.Addr().String())
-	test.Tap(m.serve)
+	tap(m.serve)
 	require.Contains(t, m.status.Text, "could not serve on "+taken.Addr().String())
 	require.Contains(t, m.status.Text, "Pick another port")
 	require.True(t, m.stop.Disabled())
 
 	m.addr.SetText("127.0.0.1:0")
-	test.Tap(m.serve)
+	tap(m.serve)
 	at := m.serving
-	test.Tap(m.stop)
+	tap(m.stop)
 	require.Equal(t, "", m.serving)
 	_, err = http.Get("http://" + at + "/metrics")
 	require.Error(t, err, "stopped")

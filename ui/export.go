@@ -175,7 +175,7 @@ func (v *MainView) exportTo(ids []string, c exportChoice, w fyne.URIWriteCloser)
 		// The report is written to the end once begun: a closed view
 		// must not leave a half-written file.
 		err := v.writeReport(context.Background(), ids, c, w)
-		fyne.Do(func() {
+		onUI(func() {
 			bar.Stop()
 			progress.Hide()
 			if err != nil {

@@ -319,7 +319,7 @@ func TestArchiveParameterColumnsAndSweeps(t *testing.T) {
 	require.Len(t, v.model.view, 5)
 
 	// The columns are choosable, Enter keeps the choice.
-	test.Tap(v.columns)
+	tap(v.columns)
 	require.NotNil(t, w.Canvas().Overlays().Top(), "a dialog lists the parameters")
 	for _, o := range test.LaidOutObjects(w.Canvas().Overlays().Top()) {
 		if c, ok := o.(*keyCheck); ok && (c.Text == "rank" || c.Text == "hidden") {
@@ -330,7 +330,7 @@ func TestArchiveParameterColumnsAndSweeps(t *testing.T) {
 	require.Nil(t, w.Canvas().Overlays().Top())
 	require.Equal(t, []string{"lr", "optimizer"}, v.model.columns)
 	require.ElementsMatch(t, []string{"hidden", "rank"}, fyne.CurrentApp().Preferences().StringList(prefHiddenColumns), "remembered")
-	test.Tap(v.columns)
+	tap(v.columns)
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top())
 	require.Equal(t, []string{"lr", "optimizer"}, v.model.columns, "Escape changes nothing")
@@ -474,7 +474,7 @@ func TestNotificationsBell(t *testing.T) {
 	require.Equal(t, "Trouble in r2/train", s.notices.tTitle.Text, "the newest is the toast")
 	var opened string
 	s.notices.onOpen = func(id string) { opened = id }
-	test.Tap(s.notices.tOpen)
+	tap(s.notices.tOpen)
 	require.Equal(t, "r2", opened)
 	require.False(t, s.notices.toast.Visible())
 	s.onEvent(context.Background(), engine.Event{Kind: engine.AnomalyRaised, RunID: "r2", Stage: "train", Reason: "val_acc has not improved", Severity: "info"})
@@ -482,7 +482,7 @@ func TestNotificationsBell(t *testing.T) {
 	require.Equal(t, "3", s.notices.bell.Text)
 	require.Nil(t, notification(engine.Event{Kind: engine.AnomalyRaised, RunID: "r2", Reason: "x", Severity: "info"}), "nor on the desktop")
 
-	test.Tap(s.notices.bell)
+	tap(s.notices.bell)
 	require.Equal(t, "", s.notices.bell.Text, "opening the list reads them")
 	list := strings.Join(texts(w.Canvas().Overlays().Top()), "\n")
 	require.Contains(t, list, "Run r1 succeeded.")
@@ -490,7 +490,7 @@ func TestNotificationsBell(t *testing.T) {
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the list")
 
-	s.Show("Settings")
+	show(t, s, "Settings")
 	require.Contains(t, strings.Join(texts(s.tabs.Selected().Content), "\n"), "Desktop notifications: unavailable (no D-Bus session bus)")
 }
 
@@ -501,7 +501,8 @@ func TestToastGoesAway(t *testing.T) {
 	n.toastFor = 10 * time.Millisecond
 	n.add(note{title: "Run finished", body: "Run r1 succeeded."})
 	require.True(t, n.toast.Visible())
-	require.Eventually(t, func() bool { return !n.toast.Visible() }, 5*time.Second, 5*time.Millisecond)
+	waitForViews(t) // the toast's timer has run out and returned
+	require.False(t, n.toast.Visible())
 }
 
 // labelTexts collects the text of every label under o (not what each

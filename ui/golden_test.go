@@ -45,8 +45,8 @@ func TestBoardGolden(t *testing.T) {
 func TestWizardParametersGolden(t *testing.T) {
 	r := newWizardRig(t)
 	r.w.list.Select(1)
-	test.Tap(r.w.next)
-	test.Tap(r.field("hidden").sweep)
+	tap(r.w.next)
+	tap(r.field("hidden").sweep)
 	r.field("hidden").sweepEntry.SetText("32, 64, 128")
 	test.AssertRendersToMarkup(t, "wizard_parameters.xml", r.win.Canvas())
 }

@@ -164,7 +164,7 @@ func TestRunsPageParameterColumns(t *testing.T) {
 	v.Reload(context.Background())
 	require.False(t, v.colHead.Visible(), "no columns chosen: the line of what differs")
 
-	test.Tap(v.cols)
+	tap(v.cols)
 	require.NotNil(t, w.Canvas().Overlays().Top())
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape drops the choice")
@@ -184,7 +184,7 @@ func TestRunsPageParameterColumns(t *testing.T) {
 	require.Equal(t, "lr,optimizer", fyne.CurrentApp().Preferences().String(prefRunColumns), "kept for next time")
 
 	// Enter in the chooser keeps what is ticked.
-	test.Tap(v.cols)
+	tap(v.cols)
 	pressKey(w, fyne.KeyReturn)
 	require.Nil(t, w.Canvas().Overlays().Top())
 	require.Equal(t, []string{"lr", "optimizer"}, v.columns)
@@ -214,7 +214,7 @@ func TestArchiveStudyView(t *testing.T) {
 	require.True(t, v.studies.Visible())
 	var opened string
 	v.OnOpen = func(id string) { opened = id }
-	test.Tap(v.studies)
+	tap(v.studies)
 	require.NotNil(t, w.Canvas().Overlays().Top())
 	got := texts(v.studiesBox)
 	require.Contains(t, got, "st1 · digits-mlp · running")
@@ -222,12 +222,12 @@ func TestArchiveStudyView(t *testing.T) {
 	require.Contains(t, got, "Next: hidden=128 lr=0.003 — expected val_acc 0.987 ± 0.004")
 	for _, o := range v.studiesBox.Objects {
 		if btn, ok := o.(*widget.Button); ok {
-			test.Tap(btn)
+			tap(btn)
 		}
 	}
 	require.Equal(t, "r-a", opened, "the best trial opens")
 	require.Nil(t, w.Canvas().Overlays().Top())
-	test.Tap(v.studies)
+	tap(v.studies)
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the study view")
 

@@ -3,8 +3,10 @@ package ui
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 // next test's window and app.
 func newTestApp(tb testing.TB) fyne.App {
 	tb.Helper()
+	turn = &userTurn
 	a := test.NewTempApp(tb)
 	tb.Cleanup(func() { waitForViews(tb) })
 	return a
@@ -48,6 +51,61 @@ func waitForViews(tb testing.TB) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// userTurn is the ui's turn (onui.go) in the tests: held while a test
+// acts as the user, as Fyne's one thread is busy with an event.
+var userTurn sync.Mutex
+
+// asUser runs act holding the turn, then waits for what it started.
+func asUser(act func()) {
+	userTurn.Lock()
+	act()
+	userTurn.Unlock()
+	mustSettle()
+}
+
+// tap taps o as a user would and waits for what the tap started.
+func tap(o fyne.Tappable) { asUser(func() { test.Tap(o) }) }
+
+// mustSettle is settle for a helper with no test at hand: it panics when
+// the goroutines do not return in time.
+func mustSettle() {
+	if n := busyFor(viewsDeadline); n > 0 {
+		panic(fmt.Sprintf("%d view goroutines still busy after %s", n, viewsDeadline))
+	}
+}
+
+// busyFor waits up to d until no view goroutine is busy, and says how
+// many still are.
+func busyFor(d time.Duration) int64 {
+	deadline := time.Now().Add(d)
+	for {
+		n := running.Load() - following.Load()
+		if n <= 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// settle waits until every view goroutine that does one thing (a reload,
+// a read a tap started) has returned, leaving those that follow (Follow's
+// refreshers and tickers). The test driver runs fyne.Do on the caller's
+// goroutine, so such a goroutine's fill draws at the same time as the
+// test: a test settles before it acts again on what the fill draws.
+func settle(tb testing.TB) {
+	tb.Helper()
+	if n := busyFor(viewsDeadline); n > 0 {
+		tb.Fatalf("%d view goroutines still busy after %s", n, viewsDeadline)
+	}
+}
+
+// show switches the window to a page and waits for the reload its
+// selection started.
+func show(tb testing.TB, s *Shell, page string) {
+	tb.Helper()
+	asUser(func() { s.Show(page) })
 }
 
 // A view's goroutines end when it closes, whatever they wait on: the
@@ -89,7 +147,7 @@ func TestStudyViewStopsWithItsPage(t *testing.T) {
 	defer w.Close()
 	v := NewArchiveView(b, w)
 	w.SetContent(v.Content())
-	test.Tap(v.studies)
+	tap(v.studies)
 	require.True(t, v.studiesOpen.Load())
 	require.EqualValues(t, 1, running.Load(), "the open study view's ticker")
 	v.Close()
@@ -144,11 +202,11 @@ func TestEveryImageHasASource(t *testing.T) {
 		require.NotZero(t, images, "%s: the page's icons are images", where)
 	}
 	for _, page := range []string{"Board", "Runs", "Archive", "Cluster", "Templates", "Settings"} {
-		s.Show(page)
+		show(t, s, page)
 		check(page)
 	}
-	s.Show("Archive")
-	test.Tap(s.Archive.studies)
+	show(t, s, "Archive")
+	tap(s.Archive.studies)
 	check("the study view")
 	pressKey(w, fyne.KeyEscape)
 	s.OpenWizard()

@@ -211,7 +211,7 @@ func (v *MainView) Content() fyne.CanvasObject { return v.content }
 // runs driven by other processes.
 func (v *MainView) Start(ctx context.Context) {
 	sub := v.backend.Subscribe(1024)
-	v.tasks.GoUnder(ctx, func(ctx context.Context) {
+	v.tasks.Follow(ctx, func(ctx context.Context) {
 		defer sub.Close()
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -357,7 +357,7 @@ func (v *MainView) Reload(ctx context.Context) {
 			s.failLine = v.fails.line(ctx, v.backend, r)
 		}
 	}
-	fyne.Do(func() { v.apply(s) })
+	onUI(func() { v.apply(s) })
 }
 
 func (v *MainView) apply(s snapshot) {
@@ -568,7 +568,7 @@ func (v *MainView) onDismiss(anomalyID int64) {
 	v.mu.Unlock()
 	v.tasks.Go(func(context.Context) {
 		if err := v.backend.Dismiss(context.Background(), id, anomalyID); err != nil {
-			fyne.Do(func() { showError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
+			onUI(func() { showError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
 		}
 		v.requestReload()
 	})
@@ -592,11 +592,11 @@ func (v *MainView) onCancel() {
 			switch {
 			case errors.As(err, &ended):
 				// It ended while the user confirmed: no failure, nothing to do.
-				fyne.Do(func() {
+				onUI(func() {
 					showNotice(v.win, "Nothing to stop", fmt.Sprintf("Run %s had already %s before the cancel reached it.", ended.ID, ended.State))
 				})
 			case err != nil:
-				fyne.Do(func() { showError(err, v.win) })
+				onUI(func() { showError(err, v.win) })
 			}
 			v.requestReload()
 		})

@@ -248,7 +248,7 @@ func TestCancelAsksFirst(t *testing.T) {
 	v.Reload(context.Background())
 	v.list.Select(0)
 	v.Reload(context.Background())
-	test.Tap(v.cancel)
+	tap(v.cancel)
 	b.mu.Lock()
 	require.Empty(t, b.cancelled, "nothing happens before the user confirms")
 	b.mu.Unlock()

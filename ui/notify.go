@@ -156,13 +156,13 @@ func (n *notices) add(nt note) {
 	}
 	n.toast.Show()
 	n.layer.Refresh()
-	n.tasks.Go(func(ctx context.Context) {
+	n.tasks.Follow(context.Background(), func(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(n.toastFor):
 		}
-		fyne.Do(func() {
+		onUI(func() {
 			n.mu.Lock()
 			current := n.shown == id
 			n.mu.Unlock()

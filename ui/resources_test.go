@@ -135,14 +135,14 @@ func TestWizardRunsOwnResources(t *testing.T) {
 	wz.res.gpuMem.SetText("40GiB")
 	wz.res.cpus.SetText("2.5")
 	wz.res.estimate.SetText("1h30m")
-	test.Tap(wz.res.spot)
+	tap(wz.res.spot)
 	require.Nil(t, wz.validate())
 	wz.show(stepReview)
 	require.Nil(t, wz.refusal)
 	require.Len(t, wz.placed, 1)
 	require.Equal(t, "train → GPU 1 (80 GiB free)", wz.placed[0].where)
 	require.Equal(t, "1 GPU, 40 GiB per GPU, 2.5 CPUs, spot, estimate 1h30m0s", resourceLine(wz.resources))
-	test.Tap(wz.launch)
+	tap(wz.launch)
 	select {
 	case <-launched:
 	case <-time.After(10 * time.Second):
@@ -215,7 +215,7 @@ sentinel:
 	require.True(t, wz.res.flagOnly.Checked, "a sweep's points are only flagged")
 	require.Nil(t, wz.validate())
 	require.True(t, wz.resources.FlagOnly)
-	test.Tap(wz.res.flagOnly) // the user wants the retries
+	tap(wz.res.flagOnly) // the user wants the retries
 	wz.show(stepParams)
 	wz.show(stepResources)
 	require.False(t, wz.res.flagOnly.Checked, "the user's choice stands")

@@ -174,10 +174,10 @@ func (s *Shell) Start(ctx context.Context) {
 		s.metrics.start(s.opts.MetricsAddr)
 	}
 	if s.cluster != nil {
-		s.cluster.tasks.GoUnder(ctx, s.cluster.follow)
+		s.cluster.tasks.Follow(ctx, s.cluster.follow)
 	}
 	sub := s.backend.Subscribe(256)
-	s.tasks.GoUnder(ctx, func(ctx context.Context) {
+	s.tasks.Follow(ctx, func(ctx context.Context) {
 		defer sub.Close()
 		for {
 			select {
@@ -191,7 +191,7 @@ func (s *Shell) Start(ctx context.Context) {
 			}
 		}
 	})
-	s.tasks.GoUnder(ctx, func(ctx context.Context) {
+	s.tasks.Follow(ctx, func(ctx context.Context) {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		s.Board.Reload(ctx)
@@ -246,7 +246,7 @@ func (s *Shell) OpenRun(id string) {
 // run appears or changes state.
 func (s *Shell) onEvent(ctx context.Context, ev engine.Event) {
 	if n, ok := noteFor(ev); ok {
-		fyne.Do(func() { s.notices.add(n) })
+		onUI(func() { s.notices.add(n) })
 	}
 	s.notify(ev)
 	if s.archiveShown.Load() && (ev.Kind == engine.RunSubmitted || ev.Kind == engine.RunChanged) {

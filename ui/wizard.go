@@ -777,7 +777,7 @@ func (w *Wizard) checkPlacement() {
 	spec.Executor = ""
 	w.tasks.Go(func(context.Context) {
 		p, err := w.backend.Provenance(context.Background(), spec)
-		fyne.Do(func() {
+		onUI(func() {
 			if err != nil || p.ExecutorNote == "" || w.step != stepReview {
 				return
 			}
@@ -822,7 +822,7 @@ func (w *Wizard) onLaunchTapped() {
 	w.status.SetText("Checking for runs that were already done…")
 	w.tasks.Go(func(context.Context) {
 		dups, first := w.duplicates(specs)
-		fyne.Do(func() {
+		onUI(func() {
 			if len(dups) == 0 {
 				w.submit(specs)
 				return
@@ -953,7 +953,7 @@ func (w *Wizard) submit(specs []engine.RunSpec) {
 			}
 			ids = append(ids, r.ID)
 		}
-		fyne.Do(func() {
+		onUI(func() {
 			w.back.Enable()
 			w.launch.Enable()
 			if w.onLaunch != nil {
@@ -984,7 +984,7 @@ func (w *Wizard) launchStudy() {
 	w.status.SetText(fmt.Sprintf("Creating a study of %d trials…", spec.Budget))
 	w.tasks.Go(func(context.Context) {
 		id, err := sl.LaunchStudy(context.Background(), spec)
-		fyne.Do(func() {
+		onUI(func() {
 			w.back.Enable()
 			w.launch.Enable()
 			if err != nil {

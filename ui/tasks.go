@@ -78,14 +78,6 @@ func (t *tasks) Close() {
 	t.cancel()
 }
 
-// closed is a channel that is closed with the view.
-func (t *tasks) closed() <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.init()
-	return t.ctx.Done()
-}
-
 func (t *tasks) init() {
 	if t.ctx == nil {
 		t.ctx, t.cancel = context.WithCancel(context.Background())

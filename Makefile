@@ -49,15 +49,25 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 
-test: deps lint
-	@echo "make test: ui must build and test without cgo"
-	CGO_ENABLED=0 $(GO) test ./ui/...
-	@echo "make test: all packages"
-	$(GO) test -count=1 ./...
-	@echo "make test: the short soak (the owner killed 30 times while runs go on), local stages"
-	scripts/soak.sh $(SOAK_SHORT)
-	@echo "make test: the short soak again, stages in Docker containers"
-	scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER)
+# make test runs in phases, stopping at the first that fails; each ends
+# with one line (scripts/phase.sh): its name, passed or FAILED, and its
+# time, and every phase's line is printed again at the end. The packages
+# in RACE_PACKAGES (.ci/run sets them) are tested under the race detector
+# in a phase of their own instead of in "all packages".
+RACE_PACKAGES ?=
+test: deps
+	@phases=$$(mktemp /tmp/niuma-phases.XXXXXX); export NIUMA_PHASES=$$phases; \
+	trap 'echo "make test: the phases:"; sed "s/^make test: /  /" "$$phases"; rm -f "$$phases"' EXIT; \
+	race="$(RACE_PACKAGES)"; rest=./...; \
+	if [ -n "$$race" ]; then \
+		raced=$$($(GO) list $$race) && rest=$$($(GO) list ./... | grep -vxF "$$raced") || exit 1; \
+	fi; \
+	scripts/phase.sh "lint (vet, gofmt)" $(MAKE) --no-print-directory lint && \
+	scripts/phase.sh "ui without cgo" env CGO_ENABLED=0 $(GO) test ./ui/... && \
+	scripts/phase.sh "all packages" $(GO) test -count=1 $$rest && \
+	{ [ -z "$$race" ] || scripts/phase.sh "race detector: $$race" $(GO) test -race -count=1 $$race; } && \
+	scripts/phase.sh "short soak, local stages (the owner killed 30 times while runs go on)" scripts/soak.sh $(SOAK_SHORT) && \
+	scripts/phase.sh "short soak, stages in Docker containers" scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER)
 
 # The soak: `niuma engine` killed with SIGKILL at random moments while runs
 # go on, restarted each time; then SQL checks that nothing was lost and

@@ -72,6 +72,7 @@ func runWindow(stderr io.Writer) int {
 		a.Preferences().SetFloat("window.width", float64(sz.Width))
 		a.Preferences().SetFloat("window.height", float64(sz.Height))
 		stop()
+		shell.Close() // the goroutines a tap started, which stop() does not reach
 	})
 	w.ShowAndRun()
 	stop()

@@ -99,7 +99,7 @@ func objectiveMissing(r storage.Run, series []storage.SeriesSummary) string {
 		}
 	}
 	if len(keys) == 0 {
-		return "the objective metric " + want + " never appeared: the run stored no metrics at all; print JSON lines, or name a preset or a pattern under the stage's metrics: (see the stage contract in the README)"
+		return "the objective metric " + want + " never appeared: the run stored no metrics at all; print JSON lines, or name a preset or a pattern under the stage's metrics: (see docs/guide/metrics.md)"
 	}
 	if len(keys) > 8 {
 		keys = append(keys[:8], "…")

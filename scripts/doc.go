@@ -3,4 +3,6 @@
 // way a user or the Makefile runs them. gpucheck/ is the GPU check's
 // comparison tool. soak.sh (make soak) kills the engine at random moments
 // and checks the archive afterwards; the Makefile runs its short version.
+// phase.sh runs one phase of `make test` and prints its one-line summary
+// (passed or failed, and its time).
 package scripts

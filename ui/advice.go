@@ -67,13 +67,15 @@ type advicePane struct {
 	// another template is picked.
 	asked  int
 	cancel context.CancelFunc
+	// tasks are the goroutines of the page the pane is on.
+	tasks *tasks
 	// answered, when set, is signalled once an answer has been shown
 	// (or dropped), for tests.
 	answered chan struct{}
 }
 
-func newAdvicePane(open func(string, map[string]any)) *advicePane {
-	p := &advicePane{line: widget.NewLabel(""), open: open}
+func newAdvicePane(open func(string, map[string]any), t *tasks) *advicePane {
+	p := &advicePane{line: widget.NewLabel(""), open: open, tasks: t}
 	p.line.Wrapping = fyne.TextWrapWord
 	p.launch = widget.NewButtonWithIcon("Launch it…", theme.MediaPlayIcon(), func() {
 		if p.values != nil {
@@ -99,14 +101,14 @@ func (p *advicePane) show(ctx context.Context, adv adviser, tmpl string) {
 	p.line.SetText("Suggested next: working it out from the earlier runs of " + tmpl + "…")
 	p.launch.Hide()
 	p.box.Show()
-	go func() {
+	p.tasks.GoUnder(ctx, func(ctx context.Context) {
 		a, err := adv.Advise(ctx, tmpl)
 		defer func() {
 			if p.answered != nil {
 				p.answered <- struct{}{}
 			}
 		}()
-		fyne.DoAndWait(func() {
+		onUIWait(func() {
 			if p.asked != asked {
 				return // another question was put since
 			}
@@ -123,7 +125,7 @@ func (p *advicePane) show(ctx context.Context, adv adviser, tmpl string) {
 				p.launch.Show()
 			}
 		})
-	}()
+	})
 }
 
 // stop cancels the work for the suggestion on screen, if any.

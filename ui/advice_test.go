@@ -42,13 +42,14 @@ func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
 		Searched: []string{"lr", "hidden"},
 		Why:      "expected val_acc 0.975 ± 0.004 from 14 runs",
 	}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	s := NewShell(b, NewMainView(b, w), Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
-	s.Show("Templates")
+	show(t, s, "Templates")
 	require.False(t, s.advice.box.Visible(), "nothing picked, nothing suggested")
 	s.advice.answered = make(chan struct{}, 8)
 	answered := func() {
@@ -64,14 +65,14 @@ func TestTemplatesPageSuggestsTheNextRun(t *testing.T) {
 	answered()
 	require.Equal(t, "Suggested next: lr=0.00316, hidden=128 — expected val_acc 0.975 ± 0.004 from 14 runs", s.advice.line.Text)
 	require.True(t, s.advice.launch.Visible())
-	test.Tap(s.advice.launch)
+	tap(s.advice.launch)
 	require.NotNil(t, s.wizard, "the wizard opened")
 	require.Equal(t, stepParams, s.wizard.step, "on the parameters, to review")
 	require.Equal(t, "demo", s.wizard.tmpl.Name)
 	require.Equal(t, "0.0031622776601683794", fieldOf(s.wizard, "lr").entry.Text, "the value itself, not its rounding")
 	require.Equal(t, "128", fieldOf(s.wizard, "hidden").entry.Text)
 	require.Equal(t, "sgd", fieldOf(s.wizard, "optimizer").sel.Selected, "the other values of the runs it learnt from")
-	test.Tap(s.wizard.cancel)
+	tap(s.wizard.cancel)
 
 	s.templates.Select(0) // broken: does not parse
 	require.False(t, s.advice.box.Visible())
@@ -124,13 +125,13 @@ func (l *liveStudies) set(s ...StudyInfo) {
 func TestStudyViewIsLive(t *testing.T) {
 	b := &liveStudies{fakeBackend: fakeBackend{archive: archiveRuns(time.Now())}}
 	b.set(StudyInfo{ID: "st1", Template: "demo", State: "running", Objective: "val_acc", Goal: "max", Budget: 8, Done: 2, Running: 2})
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewArchiveView(b, w)
 	w.SetContent(v.Content())
 	w.Resize(fyne.NewSize(1000, 600))
-	test.Tap(v.studies)
+	tap(v.studies)
 	boxText := func() []string {
 		v.studiesMu.Lock()
 		defer v.studiesMu.Unlock()
@@ -150,7 +151,9 @@ func TestStudyViewIsLive(t *testing.T) {
 		return len(got) > 0 && got[0] == "st1 · demo · done"
 	}, 10*time.Second, 20*time.Millisecond, "the view followed the study's end")
 
+	v.studiesMu.Lock() // no tick's fill while the dialog closes
 	pressKey(w, fyne.KeyEscape)
+	v.studiesMu.Unlock()
 	require.Nil(t, w.Canvas().Overlays().Top())
 	require.False(t, v.studiesOpen.Load())
 	b.set()
@@ -172,7 +175,7 @@ func TestStudyViewListsTheTrials(t *testing.T) {
 				Why: "val_acc 0.81 at step 10, median of 2 trials 0.90"},
 			{Number: 3, State: "running", Params: map[string]any{"lr": 0.01, "hidden": int64(64)}},
 		}})
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewArchiveView(b, w)
@@ -180,7 +183,7 @@ func TestStudyViewListsTheTrials(t *testing.T) {
 	v.OnOpen = func(id string) { opened = id }
 	w.SetContent(v.Content())
 	w.Resize(fyne.NewSize(1000, 600))
-	test.Tap(v.studies)
+	tap(v.studies)
 	got := texts(v.studiesBox)
 	require.Contains(t, got, "Driven most by r-a (val_acc 0.97, 60%), r-b (val_acc 0.81, 40%)")
 	require.Contains(t, got, "Parameter importance: lr 80%, hidden 20%")
@@ -189,7 +192,7 @@ func TestStudyViewListsTheTrials(t *testing.T) {
 	require.Contains(t, got, "#3 running · hidden=64 lr=0.01")
 	for _, o := range v.studiesBox.Objects {
 		if btn, ok := o.(*widget.Button); ok && strings.HasPrefix(btn.Text, "#2 ") {
-			test.Tap(btn)
+			tap(btn)
 		}
 	}
 	require.Equal(t, "r-b", opened, "a trial opens its run")

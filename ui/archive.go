@@ -597,8 +597,11 @@ type ArchiveView struct {
 	// studiesFilled is the one on screen (Fyne's thread only).
 	studiesRead   atomic.Int64
 	studiesFilled int64
-	studiesMu     sync.Mutex // held while the box is filled
-	shownCols     int        // columns the table was last sized for
+	// tasks are the view's goroutines (reloads, deletes, the study
+	// view's ticker, a comparison's reads); Close ends them.
+	tasks     tasks
+	studiesMu sync.Mutex // held while the box is filled
+	shownCols int        // columns the table was last sized for
 	// confirm asks before deleting; a seam for tests.
 	confirm func(title, msg string, cb func(bool))
 	// compareView is the last compare window's content, for tests.
@@ -625,7 +628,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 			v.model.hidden[k] = true
 		}
 	}
-	v.loadCompare = func(cv *compareView) { go cv.load(context.Background()) }
+	v.loadCompare = func(cv *compareView) { v.tasks.Go(cv.load) }
 	v.table = widget.NewTableWithHeaders(v.tableSize, newArchiveCell, v.updateCell)
 	v.table.ShowHeaderColumn = false
 	v.table.CreateHeader = func() fyne.CanvasObject {
@@ -695,7 +698,7 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 	}
 	v.delete = widget.NewButtonWithIcon("Delete…", theme.DeleteIcon(), v.onDelete)
 	v.delete.Importance = widget.DangerImportance
-	reload := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { go v.Reload(context.Background()) })
+	reload := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { v.tasks.Go(v.Reload) })
 	v.status = widget.NewLabel("")
 	v.status.Truncation = fyne.TextTruncateEllipsis
 	v.updateButtons()
@@ -708,6 +711,10 @@ func NewArchiveView(b Backend, win fyne.Window) *ArchiveView {
 
 // Content is the page's root object.
 func (v *ArchiveView) Content() fyne.CanvasObject { return v.content }
+
+// Close stops the page's goroutines: the study view's refresher, and the
+// reloads and reads under way give up at their next step.
+func (v *ArchiveView) Close() { v.tasks.Close() }
 
 // Reload reads every run from the engine and shows them; it blocks while
 // reading and updates the widgets on Fyne's thread.
@@ -722,7 +729,7 @@ func (v *ArchiveView) Reload(ctx context.Context) {
 		}
 	}
 	fillStudies := v.refreshStudies(ctx)
-	fyne.DoAndWait(func() {
+	onUIWait(func() {
 		if fillStudies != nil {
 			fillStudies()
 		}
@@ -744,12 +751,12 @@ func (v *ArchiveView) reloadSoon(ctx context.Context) {
 	if !v.pending.CompareAndSwap(false, true) {
 		return // the waiting reload will see this change too
 	}
-	go func() {
+	v.tasks.GoUnder(ctx, func(ctx context.Context) {
 		v.mu.Lock() // wait for the reload in progress
 		v.pending.Store(false)
 		v.mu.Unlock()
 		v.Reload(ctx)
-	}()
+	})
 }
 
 // show puts runs in the table (on Fyne's thread).
@@ -982,7 +989,9 @@ func (v *ArchiveView) onDelete() {
 			return
 		}
 		v.delete.Disable()
-		go func() {
+		// The deletes go on if the view closes meanwhile: a half-done
+		// delete would surprise more than a late one.
+		v.tasks.Go(func(context.Context) {
 			var errs []error
 			for _, id := range ids {
 				if err := v.backend.DeleteRun(context.Background(), id); err != nil {
@@ -991,13 +1000,13 @@ func (v *ArchiveView) onDelete() {
 			}
 			err := errors.Join(errs...)
 			if err != nil && v.win != nil {
-				fyne.Do(func() { showError(fmt.Errorf("some runs were not deleted: %w", err), v.win) })
+				onUI(func() { showError(fmt.Errorf("some runs were not deleted: %w", err), v.win) })
 			}
 			v.Reload(context.Background())
 			if v.deleted != nil {
 				v.deleted <- err
 			}
-		}()
+		})
 	})
 }
 
@@ -1008,7 +1017,7 @@ func (v *ArchiveView) Compare() {
 	if len(runs) < 2 {
 		return
 	}
-	cv := newCompareView(v.backend, runs)
+	cv := newCompareView(v.backend, runs, &v.tasks)
 	v.compareView = cv
 	if v.win == nil {
 		v.loadCompare(cv)
@@ -1033,11 +1042,11 @@ type compareView struct {
 	names   []string
 }
 
-func newCompareView(b Backend, runs []engine.ArchiveEntry) *compareView {
+func newCompareView(b Backend, runs []engine.ArchiveEntry, t *tasks) *compareView {
 	c := &compareView{backend: b, runs: runs}
 	c.rows = paramDiff(runs)
 	c.curves = newCurvePanel()
-	c.curves.onMetric = func(name string) { go c.draw(context.Background(), name) }
+	c.curves.onMetric = func(name string) { t.Go(func(ctx context.Context) { c.draw(ctx, name) }) }
 	c.diff = widget.NewTableWithHeaders(func() (int, int) {
 		if len(c.rows) == 0 {
 			return 0, 0
@@ -1116,7 +1125,7 @@ func (c *compareView) draw(ctx context.Context, name string) {
 	if err != nil {
 		return
 	}
-	fyne.DoAndWait(func() { c.curves.show(c.names, d) })
+	onUIWait(func() { c.curves.show(c.names, d) })
 }
 
 // compareData reads one metric ("stage/key") of several runs, each named

@@ -120,7 +120,7 @@ func TestParamDiffKeepsOnlyParametersThatDiffer(t *testing.T) {
 
 func newArchiveRig(t *testing.T, b *fakeBackend) (*ArchiveView, fyne.Window) {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	v := NewArchiveView(b, w)
@@ -160,8 +160,8 @@ func TestArchiveHeaderTapSortsAndFiltersNarrow(t *testing.T) {
 	v, _ := newArchiveRig(t, b)
 	require.Equal(t, []string{"r-c", "r-d", "r-b", "r-a"}, rowIDs(v.model))
 
-	test.Tap(headerButton(t, v, "Best objective"))
-	test.Tap(headerButton(t, v, "Best objective"))
+	tap(headerButton(t, v, "Best objective"))
+	tap(headerButton(t, v, "Best objective"))
 	require.Equal(t, []string{"r-a", "r-c", "r-b", "r-d"}, rowIDs(v.model), "tapped twice: best first")
 	require.Equal(t, "Best objective ▼", headerButton(t, v, "Best objective").Text)
 
@@ -189,7 +189,6 @@ func TestArchiveComparesPickedRuns(t *testing.T) {
 		"r-b/train/val_acc": series(0.3, 0.41, 0.2),
 	}}
 	v, _ := newArchiveRig(t, b)
-	v.loadCompare = func(cv *compareView) { cv.load(context.Background()) }
 	require.True(t, v.compare.Disabled(), "nothing picked: nothing to compare")
 	v.table.Select(widget.TableCellID{Row: 3, Col: colPick}) // r-a
 	require.True(t, v.compare.Disabled(), "one run is not a comparison")
@@ -197,7 +196,7 @@ func TestArchiveComparesPickedRuns(t *testing.T) {
 	require.False(t, v.compare.Disabled())
 	require.Contains(t, v.status.Text, "2 picked")
 
-	test.Tap(v.compare)
+	tap(v.compare)
 	cv := v.compareView
 	require.NotNil(t, cv)
 	require.Equal(t, [][]string{{"parameter", "r-b", "r-a"}, {"lr", "1", "0.01"}, {"optimizer", "sgd", "adam"}}, cv.rows)
@@ -221,13 +220,13 @@ func TestArchiveDeletesAfterConfirmationAndReportsRefusals(t *testing.T) {
 	v.deleted = make(chan error, 1)
 
 	v.Pick("r-b", true)
-	test.Tap(v.delete)
+	tap(v.delete)
 	require.Contains(t, asked, "Delete run r-b")
 	require.Empty(t, b.deleted, "declined: nothing is deleted")
 
 	answer = true
 	v.Pick("r-c", true) // running: the engine refuses it
-	test.Tap(v.delete)
+	tap(v.delete)
 	err := <-v.deleted
 	require.ErrorContains(t, err, "run r-c is running")
 	b.mu.Lock()
@@ -246,7 +245,7 @@ func idsOf(es []engine.ArchiveEntry) []string {
 }
 
 func TestArchiveGolden(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	local := time.Local
 	time.Local = time.UTC // the Created column prints local times
 	t.Cleanup(func() { time.Local = local })
@@ -268,7 +267,7 @@ func TestArchiveOnScreenFollowsRunEvents(t *testing.T) {
 	s.Archive.reloaded = make(chan struct{}, 4)
 	ctx := context.Background()
 
-	s.Show("Archive")
+	show(t, s, "Archive")
 	<-s.Archive.reloaded
 	require.Len(t, s.Archive.model.rows, 4, "opening the page reads the archive")
 
@@ -279,7 +278,7 @@ func TestArchiveOnScreenFollowsRunEvents(t *testing.T) {
 	<-s.Archive.reloaded
 	require.Len(t, s.Archive.model.rows, 5, "a new run shows without a reload tap")
 
-	s.Show("Board")
+	show(t, s, "Board")
 	s.onEvent(ctx, engine.Event{Kind: engine.RunChanged, RunID: "r-e", State: engine.Running})
 	require.Empty(t, s.Archive.reloaded, "off screen, the archive is not read again")
 }

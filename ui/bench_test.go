@@ -150,7 +150,7 @@ func manyRuns(n int) []engine.ArchiveEntry {
 // runs already read: building the view and its table model (filter,
 // newest-first sort) and the first Refresh that lays out the visible rows.
 func BenchmarkArchiveFirstPaint100k(b *testing.B) {
-	test.NewTempApp(b)
+	newTestApp(b)
 	all := manyRuns(100_000)
 	w := test.NewWindow(nil)
 	defer w.Close()
@@ -170,7 +170,7 @@ func BenchmarkArchiveFirstPaint100k(b *testing.B) {
 // of 100,000 runs that the fake backend hands over (the engine's SQLite
 // read is not in it).
 func BenchmarkArchiveReload100k(b *testing.B) {
-	test.NewTempApp(b)
+	newTestApp(b)
 	fb := &fakeBackend{archive: manyRuns(100_000)}
 	w := test.NewWindow(nil)
 	defer w.Close()
@@ -185,7 +185,7 @@ func BenchmarkArchiveReload100k(b *testing.B) {
 // BenchmarkArchiveFilter100k is one keystroke in the search box over
 // 100,000 runs: refilter, re-sort and redraw the table.
 func BenchmarkArchiveFilter100k(b *testing.B) {
-	test.NewTempApp(b)
+	newTestApp(b)
 	fb := &fakeBackend{archive: manyRuns(100_000)}
 	w := test.NewWindow(nil)
 	defer w.Close()
@@ -204,7 +204,7 @@ func BenchmarkArchiveFilter100k(b *testing.B) {
 // BenchmarkArchiveSortBest100k is a tap on the "Best objective" header
 // over 100,000 runs.
 func BenchmarkArchiveSortBest100k(b *testing.B) {
-	test.NewTempApp(b)
+	newTestApp(b)
 	fb := &fakeBackend{archive: manyRuns(100_000)}
 	w := test.NewWindow(nil)
 	defer w.Close()

@@ -444,7 +444,7 @@ func title(s string) fyne.CanvasObject {
 // reading and updates the widgets on Fyne's thread.
 func (v *Board) Reload(ctx context.Context) {
 	m := v.read(ctx)
-	fyne.Do(func() { v.apply(m) })
+	onUI(func() { v.apply(m) })
 }
 
 // read asks the engine for everything one refresh shows. Metrics and

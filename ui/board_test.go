@@ -31,7 +31,7 @@ func simSnapshot(t testing.TB, spec string) gpumon.Snapshot {
 
 func newTestBoard(t *testing.T, b *fakeBackend) *Board {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	v := NewBoard(b)
 	w := test.NewWindow(v.Content())
 	w.Resize(fyne.NewSize(1100, 700))
@@ -126,7 +126,7 @@ func TestWaitReason(t *testing.T) {
 // the model, update the widgets — with 8 simulated GPUs and 200 active runs
 // (half running, half waiting).
 func BenchmarkBoardRefresh(b *testing.B) {
-	test.NewTempApp(b).Settings().SetTheme(NewTheme())
+	newTestApp(b).Settings().SetTheme(NewTheme())
 	now := time.Now()
 	var runs []engine.RunInfo
 	for i := range 200 {
@@ -162,7 +162,7 @@ func TestBoardQueueShowsSeveralRuns(t *testing.T) {
 			CreatedAt: now, Stages: stages(engine.Queued, engine.Queued)})
 	}
 	b := &fakeBackend{snap: simSnapshot(t, "2xA100-80GB"), runs: runs}
-	test.NewTempApp(t)
+	newTestApp(t)
 	v := NewBoard(b)
 	w := test.NewWindow(v.Content())
 	defer w.Close()

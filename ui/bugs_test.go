@@ -53,8 +53,8 @@ func walk(o fyne.CanvasObject, at fyne.Position, fn func(o fyne.CanvasObject, at
 func TestBugRunsTabNewRunOpensTheWizard(t *testing.T) {
 	b := &fakeBackend{}
 	s, w := newTestShell(t, b)
-	s.Show("Runs")
-	test.Tap(s.Runs.newRun)
+	show(t, s, "Runs")
+	tap(s.Runs.newRun)
 	time.Sleep(0) // a submit would be on its way now
 	b.mu.Lock()
 	submitted := len(b.submitted)
@@ -211,7 +211,7 @@ func openTab(o fyne.CanvasObject, title string) {
 
 // At 1024 px the stage chips of a run row never cover its state badge.
 func TestBugStageChipsDoNotCoverTheState(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	row := newRunRow().(*runRow)
 	w := test.NewWindow(row)
 	defer w.Close()
@@ -303,9 +303,9 @@ func TestBugNeverFittingRunIsRefusedAtReview(t *testing.T) {
 	tm.Load = func() (*templateT, error) { return parseT(t, big) }
 	r.w.entries[1] = tm
 	r.w.list.Select(1)
-	test.Tap(r.w.next)
-	test.Tap(r.w.next)
-	test.Tap(r.w.next)
+	tap(r.w.next)
+	tap(r.w.next)
+	tap(r.w.next)
 	require.Equal(t, stepReview, r.w.step)
 	require.True(t, r.w.launch.Disabled(), "Launch is refused")
 	require.Contains(t, r.w.status.Text, "never")
@@ -317,7 +317,7 @@ func TestBugCloneDoesNotLeakIntoTheNextWizard(t *testing.T) {
 	s, _ := newTestShell(t, &fakeBackend{})
 	s.CloneRun(engine.RunInfo{ID: "r1", Template: "demo", Params: map[string]any{"lr": 0.5, "hidden": 128.0}})
 	require.Equal(t, "0.5", fieldOf(s.wizard, "lr").entry.Text, "the clone is prefilled")
-	test.Tap(s.wizard.cancel)
+	tap(s.wizard.cancel)
 	s.OpenWizard()
 	s.wizard.list.Select(1)
 	require.Equal(t, "0.01", fieldOf(s.wizard, "lr").entry.Text, "a new run starts from the defaults")
@@ -342,14 +342,16 @@ func parseT(t *testing.T, yaml string) (*template.Template, error) {
 // pressKey types a key as the desktop driver does: to the focused object,
 // else to the canvas.
 func pressKey(w fyne.Window, name fyne.KeyName) {
-	ev := &fyne.KeyEvent{Name: name}
-	if f := w.Canvas().Focused(); f != nil {
-		f.TypedKey(ev)
-		return
-	}
-	if h := w.Canvas().OnTypedKey(); h != nil {
-		h(ev)
-	}
+	asUser(func() {
+		ev := &fyne.KeyEvent{Name: name}
+		if f := w.Canvas().Focused(); f != nil {
+			f.TypedKey(ev)
+			return
+		}
+		if h := w.Canvas().OnTypedKey(); h != nil {
+			h(ev)
+		}
+	})
 }
 
 // Escape cancels the wizard, whatever has the focus.
@@ -362,7 +364,7 @@ func TestBugEscapeClosesTheWizard(t *testing.T) {
 
 	s.OpenWizard()
 	s.wizard.list.Select(1)
-	test.Tap(s.wizard.next)
+	tap(s.wizard.next)
 	w.Canvas().Focus(fieldOf(s.wizard, "lr").entry)
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closed the wizard from a focused entry")
@@ -451,9 +453,9 @@ func TestBugOpeningARunSaysSoAtOnce(t *testing.T) {
 func TestBugBoardRedrawsOnlyWhenShown(t *testing.T) {
 	s, _ := newTestShell(t, &fakeBackend{})
 	require.True(t, s.boardShown.Load(), "the board is home")
-	s.Show("Runs")
+	show(t, s, "Runs")
 	require.False(t, s.boardShown.Load())
-	s.Show("Board")
+	show(t, s, "Board")
 	require.True(t, s.boardShown.Load())
 }
 
@@ -467,16 +469,16 @@ func TestBugCtrlNWorksFromATextField(t *testing.T) {
 		page  string
 		entry fyne.Focusable
 	}{{"Runs", s.Runs.query}, {"Archive", s.Archive.query}} {
-		s.Show(f.page)
+		show(t, s, f.page)
 		w.Canvas().Focus(f.entry)
 		// What the driver does: the focused widget gets the shortcut.
 		w.Canvas().Focused().(fyne.Shortcutable).TypedShortcut(sc)
 		require.NotNil(t, w.Canvas().Overlays().Top(), "Ctrl+N from the %s search opens the wizard", f.page)
-		test.Tap(s.wizard.cancel)
+		tap(s.wizard.cancel)
 		require.Nil(t, w.Canvas().Overlays().Top())
 	}
 	// The field's own shortcuts stay its own.
-	s.Show("Runs")
+	show(t, s, "Runs")
 	s.Runs.query.SetText("lr=0.1")
 	w.Canvas().Focus(s.Runs.query)
 	w.Canvas().Focused().(fyne.Shortcutable).TypedShortcut(&fyne.ShortcutSelectAll{})

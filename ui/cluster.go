@@ -57,6 +57,7 @@ type clusterView struct {
 	read    func(ctx context.Context) (ClusterInfo, error)
 	onOpen  func(runID string)
 	shown   atomic.Bool
+	tasks   tasks // the page's reads; close ends them
 	status  *widget.Label
 	nodes   *fyne.Container
 	jobs    *fyne.Container
@@ -71,7 +72,7 @@ var (
 func newClusterView(read func(ctx context.Context) (ClusterInfo, error)) *clusterView {
 	v := &clusterView{read: read, status: widget.NewLabel("Reading the cluster…"), nodes: container.NewVBox(), jobs: container.NewVBox()}
 	v.status.Wrapping = fyne.TextWrapWord
-	refresh := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { go v.Reload(context.Background()) })
+	refresh := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { v.tasks.Go(v.Reload) })
 	head := func(cols []float32, names ...string) fyne.CanvasObject {
 		var cells []fyne.CanvasObject
 		for _, n := range names {
@@ -92,8 +93,11 @@ func (v *clusterView) Reload(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	info, err := v.read(ctx)
-	fyne.Do(func() { v.apply(info, err, time.Now()) })
+	onUI(func() { v.apply(info, err, time.Now()) })
 }
+
+// close stops the page's reads and its follow.
+func (v *clusterView) close() { v.tasks.Close() }
 
 // follow reads the cluster every few seconds while the page is on screen.
 func (v *clusterView) follow(ctx context.Context) {

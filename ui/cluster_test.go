@@ -16,7 +16,7 @@ import (
 )
 
 func TestClusterPageShowsNodesAndJobs(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	info := ClusterInfo{FreeGPUs: 3, Partition: "gpu",
@@ -31,6 +31,7 @@ func TestClusterPageShowsNodesAndJobs(t *testing.T) {
 	b := &fakeBackend{}
 	runs := NewMainView(b, w)
 	s := NewShell(b, runs, Options{Cluster: func(context.Context) (ClusterInfo, error) { return info, nil }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
 	var names []string
@@ -99,15 +100,16 @@ func (h *httpMetrics) Serve(addr string) (string, error) {
 }
 
 func TestSettingsServesPrometheusMetrics(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	srv := &httpMetrics{}
 	t.Cleanup(func() { _, _ = srv.Serve("") })
 	b := &fakeBackend{}
 	s := NewShell(b, NewMainView(b, w), Options{Metrics: srv}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
-	s.Show("Settings")
+	show(t, s, "Settings")
 	m := s.metrics
 	require.Contains(t, texts(s.tabs.Selected().Content), "Prometheus metrics")
 	require.Equal(t, "Not serving. Type an address and press Serve (or Enter).", m.status.Text)
@@ -128,15 +130,15 @@ func TestSettingsServesPrometheusMetrics(t *testing.T) {
 	require.NoError(t, err)
 	defer taken.Close()
 	m.addr.SetText(taken.Addr().String())
-	test.Tap(m.serve)
+	tap(m.serve)
 	require.Contains(t, m.status.Text, "could not serve on "+taken.Addr().String())
 	require.Contains(t, m.status.Text, "Pick another port")
 	require.True(t, m.stop.Disabled())
 
 	m.addr.SetText("127.0.0.1:0")
-	test.Tap(m.serve)
+	tap(m.serve)
 	at := m.serving
-	test.Tap(m.stop)
+	tap(m.stop)
 	require.Equal(t, "", m.serving)
 	_, err = http.Get("http://" + at + "/metrics")
 	require.Error(t, err, "stopped")
@@ -144,6 +146,7 @@ func TestSettingsServesPrometheusMetrics(t *testing.T) {
 	// The environment's address is served at start and wins.
 	fyne.CurrentApp().Preferences().SetString(prefMetricsAddr, taken.Addr().String())
 	s2 := NewShell(b, NewMainView(b, w), Options{Metrics: srv, MetricsAddr: "127.0.0.1:0"}, w)
+	t.Cleanup(s2.Close)
 	s2.metrics.start(s2.opts.MetricsAddr)
 	require.Regexp(t, `^Serving http://127\.0\.0\.1:\d+/metrics$`, s2.metrics.status.Text)
 }

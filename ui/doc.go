@@ -41,5 +41,9 @@
 // sampler's history and process look-ups reach it through [Options], which
 // the app fills; reports are rendered by a [ReportExporter] the app hands
 // in. Updates from background goroutines reach widgets only through
-// fyne.Do.
+// onUI and onUIWait (fyne.Do, onui.go), and every such goroutine is one of
+// its view's tasks (tasks.go): a view's Close (the Shell's, for the
+// window) ends them, so none draws into a window or app that came after
+// its own. The tests act as the user holding the ui's turn and wait for
+// what each action started, so that no fill draws while they do.
 package ui

@@ -171,9 +171,11 @@ func (v *MainView) exportTo(ids []string, c exportChoice, w fyne.URIWriteCloser)
 	msg := widget.NewLabel(fmt.Sprintf("Writing a %s report of %d run(s)…", strings.ToUpper(c.format.format), len(ids)))
 	progress := dialog.NewCustomWithoutButtons("Exporting report", container.NewVBox(msg, bar), v.win)
 	progress.Show()
-	go func() {
+	v.tasks.Go(func(context.Context) {
+		// The report is written to the end once begun: a closed view
+		// must not leave a half-written file.
 		err := v.writeReport(context.Background(), ids, c, w)
-		fyne.Do(func() {
+		onUI(func() {
 			bar.Stop()
 			progress.Hide()
 			if err != nil {
@@ -185,7 +187,7 @@ func (v *MainView) exportTo(ids []string, c exportChoice, w fyne.URIWriteCloser)
 				v.exported <- err // buffered by the tests that set it
 			}
 		})
-	}()
+	})
 }
 
 func (v *MainView) writeReport(ctx context.Context, ids []string, c exportChoice, w fyne.URIWriteCloser) (err error) {

@@ -11,7 +11,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/storage"
-	"fyne.io/fyne/v2/test"
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
@@ -96,7 +95,7 @@ func TestExportWritesTheChosenFormat(t *testing.T) {
 			dir := t.TempDir()
 			rec := &recordingExporter{}
 			v := exportView(t, rec, dir)
-			test.Tap(v.export)
+			tap(v.export)
 			require.NotNil(t, v.exportDialog, "the export dialog is shown")
 			v.exportForm.format.SetSelectedIndex(tc.format)
 			v.exportForm.page.SetSelected(tc.page)
@@ -128,7 +127,7 @@ func TestExportShowsErrors(t *testing.T) {
 	dir := t.TempDir()
 	rec := &recordingExporter{err: errors.New("run r1 has no metrics to chart")}
 	v := exportView(t, rec, dir)
-	test.Tap(v.export)
+	tap(v.export)
 	v.exportDialog.Submit()
 	require.EqualError(t, waitExport(t, v), "run r1 has no metrics to chart")
 	require.NotContains(t, v.status.Text, "Exported")
@@ -137,7 +136,7 @@ func TestExportShowsErrors(t *testing.T) {
 
 func TestExportPageSizeOnlyForPDF(t *testing.T) {
 	v := exportView(t, &recordingExporter{}, t.TempDir())
-	test.Tap(v.export)
+	tap(v.export)
 	require.False(t, v.exportForm.page.Disabled(), "PDF is the default: page size applies")
 	v.exportForm.format.SetSelectedIndex(3) // CSV
 	require.True(t, v.exportForm.page.Disabled(), "a CSV has no pages")
@@ -156,7 +155,7 @@ func TestExportComparesWithChosenRuns(t *testing.T) {
 		engine.RunInfo{ID: "o1", Template: "other", State: engine.Succeeded, CreatedAt: now})
 	b.mu.Unlock()
 	v.Reload(context.Background())
-	test.Tap(v.export)
+	tap(v.export)
 	require.Equal(t, []string{"r2 · failed", "r3 · succeeded"}, v.exportForm.compare.choices, "runs of the same template only")
 	v.exportForm.compare.SetSelected([]string{"r3 · succeeded"})
 	v.exportDialog.Submit()

@@ -22,7 +22,7 @@ import (
 // per point, so that hit-tests have a frame.
 func testChart(t testing.TB, s []chartSeries, w, h float32) *chart {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	c := newChart()
 	c.SetSeries("train · loss", s)
 	c.Resize(fyne.NewSize(w, h))
@@ -148,7 +148,7 @@ func TestChartXAxisModes(t *testing.T) {
 }
 
 func TestChartFillsItsPane(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	p := newCurvePanel()
 	p.chart.SetSeries("t", []chartSeries{lossSeries("loss", 50, time.Now(), 1)})
 	w := test.NewWindow(p.content)
@@ -202,7 +202,7 @@ func TestSentinelRetriedRunView(t *testing.T) {
 			{Number: 1, State: "failed", Reason: "retrying after nan with lr: 1 → 0.1; exit 2"}, {Number: 2, State: "succeeded"}}}}}}},
 		anomalies: []engine.AnomalyInfo{{ID: 1, Stage: "train", Kind: "nan", Severity: "critical", Message: "loss is NaN at step 9"},
 			{ID: 2, Stage: "train", Kind: "action_retry", Severity: "info", Message: "retrying after nan with lr: 1 → 0.1"}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewMainView(b, w)
@@ -319,7 +319,7 @@ func TestArchiveParameterColumnsAndSweeps(t *testing.T) {
 	require.Len(t, v.model.view, 5)
 
 	// The columns are choosable, Enter keeps the choice.
-	test.Tap(v.columns)
+	tap(v.columns)
 	require.NotNil(t, w.Canvas().Overlays().Top(), "a dialog lists the parameters")
 	for _, o := range test.LaidOutObjects(w.Canvas().Overlays().Top()) {
 		if c, ok := o.(*keyCheck); ok && (c.Text == "rank" || c.Text == "hidden") {
@@ -330,7 +330,7 @@ func TestArchiveParameterColumnsAndSweeps(t *testing.T) {
 	require.Nil(t, w.Canvas().Overlays().Top())
 	require.Equal(t, []string{"lr", "optimizer"}, v.model.columns)
 	require.ElementsMatch(t, []string{"hidden", "rank"}, fyne.CurrentApp().Preferences().StringList(prefHiddenColumns), "remembered")
-	test.Tap(v.columns)
+	tap(v.columns)
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top())
 	require.Equal(t, []string{"lr", "optimizer"}, v.model.columns, "Escape changes nothing")
@@ -456,12 +456,13 @@ func (p *progressBackend) LastMetrics(_ context.Context, id string) ([]engine.Po
 }
 
 func TestNotificationsBell(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	b := &fakeBackend{}
 	runs := NewMainView(b, w)
 	s := NewShell(b, runs, Options{DesktopNotifications: func() (bool, string) { return false, "no D-Bus session bus" }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
 	require.False(t, s.desktopOK.Load())
@@ -473,7 +474,7 @@ func TestNotificationsBell(t *testing.T) {
 	require.Equal(t, "Trouble in r2/train", s.notices.tTitle.Text, "the newest is the toast")
 	var opened string
 	s.notices.onOpen = func(id string) { opened = id }
-	test.Tap(s.notices.tOpen)
+	tap(s.notices.tOpen)
 	require.Equal(t, "r2", opened)
 	require.False(t, s.notices.toast.Visible())
 	s.onEvent(context.Background(), engine.Event{Kind: engine.AnomalyRaised, RunID: "r2", Stage: "train", Reason: "val_acc has not improved", Severity: "info"})
@@ -481,7 +482,7 @@ func TestNotificationsBell(t *testing.T) {
 	require.Equal(t, "3", s.notices.bell.Text)
 	require.Nil(t, notification(engine.Event{Kind: engine.AnomalyRaised, RunID: "r2", Reason: "x", Severity: "info"}), "nor on the desktop")
 
-	test.Tap(s.notices.bell)
+	tap(s.notices.bell)
 	require.Equal(t, "", s.notices.bell.Text, "opening the list reads them")
 	list := strings.Join(texts(w.Canvas().Overlays().Top()), "\n")
 	require.Contains(t, list, "Run r1 succeeded.")
@@ -489,17 +490,19 @@ func TestNotificationsBell(t *testing.T) {
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the list")
 
-	s.Show("Settings")
+	show(t, s, "Settings")
 	require.Contains(t, strings.Join(texts(s.tabs.Selected().Content), "\n"), "Desktop notifications: unavailable (no D-Bus session bus)")
 }
 
 func TestToastGoesAway(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	n := newNotices(nil)
+	t.Cleanup(n.tasks.Close)
 	n.toastFor = 10 * time.Millisecond
 	n.add(note{title: "Run finished", body: "Run r1 succeeded."})
 	require.True(t, n.toast.Visible())
-	require.Eventually(t, func() bool { return !n.toast.Visible() }, 5*time.Second, 5*time.Millisecond)
+	waitForViews(t) // the toast's timer has run out and returned
+	require.False(t, n.toast.Visible())
 }
 
 // labelTexts collects the text of every label under o (not what each

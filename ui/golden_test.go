@@ -18,7 +18,7 @@ import (
 func f64(v float64) *float64 { return &v }
 
 func TestBoardGolden(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	waiting := stages(engine.Queued, engine.Queued)
 	waiting[0].Reason = "needs 2×70 GiB on one NVLink group; largest free is 60 GiB on GPU 0"
 	b := &fakeBackend{
@@ -45,8 +45,8 @@ func TestBoardGolden(t *testing.T) {
 func TestWizardParametersGolden(t *testing.T) {
 	r := newWizardRig(t)
 	r.w.list.Select(1)
-	test.Tap(r.w.next)
-	test.Tap(r.field("hidden").sweep)
+	tap(r.w.next)
+	tap(r.field("hidden").sweep)
 	r.field("hidden").sweepEntry.SetText("32, 64, 128")
 	test.AssertRendersToMarkup(t, "wizard_parameters.xml", r.win.Canvas())
 }

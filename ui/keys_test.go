@@ -64,7 +64,7 @@ func TestWizardResetToDefaults(t *testing.T) {
 	wz := s.wizard
 	fieldOf(wz, "hidden").sweep.SetChecked(true)
 	fieldOf(wz, "hidden").sweepEntry.SetText("32, 64")
-	test.Tap(wz.reset)
+	tap(wz.reset)
 	require.Equal(t, "0.01", fieldOf(wz, "lr").entry.Text)
 	require.Equal(t, "64", fieldOf(wz, "hidden").entry.Text)
 	require.False(t, fieldOf(wz, "hidden").sweep.Checked, "no sweep")
@@ -90,7 +90,7 @@ stages:
 	entries := func(t *testing.T) []TemplateEntry {
 		return []TemplateEntry{{Name: "g", Load: func() (*templateT, error) { return parseT(t, gpuYAML) }}}
 	}
-	test.NewTempApp(t)
+	newTestApp(t)
 	with := &fakeBackend{snap: simSnapshot(t, "2xA100-80GB")}
 	wz := NewWizard(with, entries(t), nil, nil, nil)
 	wz.list.Select(0)
@@ -117,13 +117,13 @@ func TestCancelConfirmKeys(t *testing.T) {
 	v.Reload(context.Background())
 	v.SelectRun("r1")
 	v.Reload(context.Background())
-	test.Tap(v.cancel)
+	tap(v.cancel)
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape keeps the run")
 	b.mu.Lock()
 	require.Empty(t, b.cancelled)
 	b.mu.Unlock()
-	test.Tap(v.cancel)
+	tap(v.cancel)
 	pressKey(w, fyne.KeyReturn)
 	require.Nil(t, w.Canvas().Overlays().Top())
 	require.Eventually(t, func() bool {
@@ -144,13 +144,13 @@ func TestDuplicateDialogKeys(t *testing.T) {
 	require.NoError(t, err)
 	r.b.done = map[string]engine.RunInfo{p.Fingerprint: {ID: "earlier-run", State: engine.Succeeded}}
 
-	test.Tap(r.w.launch)
+	tap(r.w.launch)
 	require.Eventually(t, func() bool { return r.win.Canvas().Overlays().Top() != nil }, 5*time.Second, 10*time.Millisecond)
 	pressKey(r.win, fyne.KeyEscape)
 	require.Nil(t, r.win.Canvas().Overlays().Top(), "Escape goes back to the review")
 	require.False(t, r.w.launch.Disabled())
 
-	test.Tap(r.w.launch)
+	tap(r.w.launch)
 	require.Eventually(t, func() bool { return r.win.Canvas().Overlays().Top() != nil }, 5*time.Second, 10*time.Millisecond)
 	pressKey(r.win, fyne.KeyReturn)
 	require.Equal(t, "earlier-run", opened, "Enter opens the earlier run")
@@ -164,12 +164,12 @@ func TestExportDialogKeys(t *testing.T) {
 	rec := &recordingExporter{}
 	v := exportView(t, rec, dir)
 	w := v.win
-	test.Tap(v.export)
+	tap(v.export)
 	require.NotNil(t, w.Canvas().Overlays().Top())
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the export dialog")
 
-	test.Tap(v.export)
+	tap(v.export)
 	w.Canvas().Focus(v.exportForm.format)
 	pressKey(w, fyne.KeyReturn) // from the focused format choice
 	select {
@@ -193,7 +193,7 @@ func TestErrorAndArchiveDialogKeys(t *testing.T) {
 	v.confirm = func(title, msg string, cb func(bool)) { showConfirm(w, title, msg, "Delete", "Keep them", cb) }
 	v.Pick("r-a", true)
 	v.Pick("r-b", true)
-	test.Tap(v.delete)
+	tap(v.delete)
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top())
 	b.mu.Lock()
@@ -201,18 +201,18 @@ func TestErrorAndArchiveDialogKeys(t *testing.T) {
 	b.mu.Unlock()
 
 	v.loadCompare = func(*compareView) {}
-	test.Tap(v.compare)
+	tap(v.compare)
 	require.NotNil(t, w.Canvas().Overlays().Top())
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the comparison")
 
-	test.Tap(v.hparams)
+	tap(v.hparams)
 	require.NotNil(t, w.Canvas().Overlays().Top())
 	pressKey(w, fyne.KeyReturn)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Enter closes the hyperparameter view")
 
 	v.deleted = make(chan error, 1)
-	test.Tap(v.delete)
+	tap(v.delete)
 	pressKey(w, fyne.KeyReturn)
 	select {
 	case err := <-v.deleted:
@@ -227,7 +227,7 @@ func TestErrorAndArchiveDialogKeys(t *testing.T) {
 
 // A focused button answers Enter as a click.
 func TestKeyButtonEnter(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	n := 0
 	b := newKeyButton("Go", nil, func() { n++ })
 	w := test.NewWindow(b)
@@ -246,7 +246,7 @@ func TestDuplicateDialogLaunchesOnlyTheNewPoints(t *testing.T) {
 	r := newWizardRig(t)
 	r.w.Win = r.win
 	r.w.list.Select(1)
-	test.Tap(r.w.next)
+	tap(r.w.next)
 	h := r.field("hidden")
 	h.sweep.SetChecked(true)
 	h.sweepEntry.SetText("32, 64, 128")
@@ -257,7 +257,7 @@ func TestDuplicateDialogLaunchesOnlyTheNewPoints(t *testing.T) {
 	p, err := r.b.Provenance(context.Background(), r.w.specs[1])
 	require.NoError(t, err)
 	r.b.done = map[string]engine.RunInfo{p.Fingerprint: {ID: "earlier-run", State: engine.Succeeded}}
-	test.Tap(r.w.launch)
+	tap(r.w.launch)
 	require.Eventually(t, func() bool { return r.win.Canvas().Overlays().Top() != nil }, 5*time.Second, 10*time.Millisecond)
 	pressKey(r.win, fyne.KeyReturn)
 	select {
@@ -288,7 +288,7 @@ func TestWideRangeTurnsOnLogY(t *testing.T) {
 	neg.add(1, time.Time{}, 1e9)
 	require.False(t, wideRange([]chartSeries{neg}), "not on a log scale: a value ≤ 0")
 
-	test.NewTempApp(t)
+	newTestApp(t)
 	p := newCurvePanel()
 	p.show([]string{"train/loss"}, curveData{name: "train/loss", id: "1", series: []chartSeries{blowUp, calm}})
 	require.True(t, p.logY.Checked, "a metric that blew up opens on a log scale")
@@ -303,7 +303,7 @@ func TestArchiveColumnsDialogKeys(t *testing.T) {
 	b := &fakeBackend{archive: archiveRuns(time.Now())}
 	v, w := newArchiveRig(t, b)
 	before := v.model.columnCount()
-	test.Tap(v.columns)
+	tap(v.columns)
 	require.NotNil(t, w.Canvas().Overlays().Top())
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the chooser")
@@ -311,7 +311,7 @@ func TestArchiveColumnsDialogKeys(t *testing.T) {
 
 	v.setHidden(map[string]bool{"lr": true})
 	require.Equal(t, before-1, v.model.columnCount())
-	test.Tap(v.columns)
+	tap(v.columns)
 	pressKey(w, fyne.KeyReturn)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Enter applies and closes")
 	require.Equal(t, before-1, v.model.columnCount(), "Enter kept what was ticked: lr stays off")
@@ -330,7 +330,7 @@ func TestCancelOfARunThatJustEndedIsNoError(t *testing.T) {
 	now := time.Now()
 	b := &endedFake{fakeBackend{runs: []engine.RunInfo{{ID: "r1", Template: "t", State: engine.Running, CreatedAt: now, StartedAt: now,
 		Stages: stages(engine.Running)}}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewMainView(b, w)
@@ -339,7 +339,7 @@ func TestCancelOfARunThatJustEndedIsNoError(t *testing.T) {
 	v.Reload(context.Background())
 	v.SelectRun("r1")
 	v.Reload(context.Background())
-	test.Tap(v.cancel)
+	tap(v.cancel)
 	pressKey(w, fyne.KeyReturn)
 	var got []string
 	require.Eventually(t, func() bool {

@@ -66,7 +66,7 @@ func TestLaunchedVersusRanEverywhere(t *testing.T) {
 		anomalies: retryRecords},
 		launched: map[string]map[string]any{"r1": {"lr": 1.0, "optimizer": "sgd"}},
 		attempts: map[int]map[string]any{1: {"lr": 1.0, "optimizer": "sgd"}, 2: {"lr": 0.1, "optimizer": "sgd"}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewMainView(b, w)
@@ -141,7 +141,7 @@ func TestBoardShowsTheETA(t *testing.T) {
 			Stages: []engine.StageInfo{{Name: "train", State: engine.Running}}},
 		{ID: "r2", Template: "digits-mlp", State: engine.Running, CreatedAt: now, StartedAt: now.Add(-time.Minute),
 			Stages: []engine.StageInfo{{Name: "train", State: engine.Running}}}}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	v := NewBoard(b)
 	m := v.read(context.Background())
 	require.Len(t, m.queue, 2)
@@ -164,7 +164,7 @@ func TestRunsPageParameterColumns(t *testing.T) {
 	v.Reload(context.Background())
 	require.False(t, v.colHead.Visible(), "no columns chosen: the line of what differs")
 
-	test.Tap(v.cols)
+	tap(v.cols)
 	require.NotNil(t, w.Canvas().Overlays().Top())
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape drops the choice")
@@ -184,7 +184,7 @@ func TestRunsPageParameterColumns(t *testing.T) {
 	require.Equal(t, "lr,optimizer", fyne.CurrentApp().Preferences().String(prefRunColumns), "kept for next time")
 
 	// Enter in the chooser keeps what is ticked.
-	test.Tap(v.cols)
+	tap(v.cols)
 	pressKey(w, fyne.KeyReturn)
 	require.Nil(t, w.Canvas().Overlays().Top())
 	require.Equal(t, []string{"lr", "optimizer"}, v.columns)
@@ -205,7 +205,7 @@ func TestArchiveStudyView(t *testing.T) {
 		ID: "st1", Template: "digits-mlp", State: "running", Objective: "val_acc", Goal: "max", Budget: 40, Done: 12, Running: 2,
 		Pruned: 3, Best: 0.9852, HasBest: true, BestRun: "r-a", Next: map[string]any{"lr": 0.003, "hidden": 128.0},
 		Why: "expected val_acc 0.987 ± 0.004"}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	v := NewArchiveView(b, w)
@@ -214,7 +214,7 @@ func TestArchiveStudyView(t *testing.T) {
 	require.True(t, v.studies.Visible())
 	var opened string
 	v.OnOpen = func(id string) { opened = id }
-	test.Tap(v.studies)
+	tap(v.studies)
 	require.NotNil(t, w.Canvas().Overlays().Top())
 	got := texts(v.studiesBox)
 	require.Contains(t, got, "st1 · digits-mlp · running")
@@ -222,12 +222,12 @@ func TestArchiveStudyView(t *testing.T) {
 	require.Contains(t, got, "Next: hidden=128 lr=0.003 — expected val_acc 0.987 ± 0.004")
 	for _, o := range v.studiesBox.Objects {
 		if btn, ok := o.(*widget.Button); ok {
-			test.Tap(btn)
+			tap(btn)
 		}
 	}
 	require.Equal(t, "r-a", opened, "the best trial opens")
 	require.Nil(t, w.Canvas().Overlays().Top())
-	test.Tap(v.studies)
+	tap(v.studies)
 	pressKey(w, fyne.KeyEscape)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Escape closes the study view")
 

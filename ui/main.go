@@ -70,6 +70,9 @@ const listLimit = 500
 type MainView struct {
 	backend Backend
 	win     fyne.Window
+	// tasks are the view's goroutines (its refresher, a cancel's or a
+	// dismissal's call, a report's export); Close ends them.
+	tasks tasks
 
 	list    *widget.List
 	detail  *runDetail
@@ -208,7 +211,7 @@ func (v *MainView) Content() fyne.CanvasObject { return v.content }
 // runs driven by other processes.
 func (v *MainView) Start(ctx context.Context) {
 	sub := v.backend.Subscribe(1024)
-	go func() {
+	v.tasks.Follow(ctx, func(ctx context.Context) {
 		defer sub.Close()
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -235,8 +238,12 @@ func (v *MainView) Start(ctx context.Context) {
 			last = time.Now()
 			v.Reload(ctx)
 		}
-	}()
+	})
 }
+
+// Close stops the view's refresher (Start's) and its other goroutines;
+// a cancel or a dismissal already sent still reaches the engine.
+func (v *MainView) Close() { v.tasks.Close() }
 
 // SelectRun shows the run with this ID in the detail pane.
 func (v *MainView) SelectRun(id string) {
@@ -350,7 +357,7 @@ func (v *MainView) Reload(ctx context.Context) {
 			s.failLine = v.fails.line(ctx, v.backend, r)
 		}
 	}
-	fyne.Do(func() { v.apply(s) })
+	onUI(func() { v.apply(s) })
 }
 
 func (v *MainView) apply(s snapshot) {
@@ -559,12 +566,12 @@ func (v *MainView) onDismiss(anomalyID int64) {
 	v.mu.Lock()
 	id := v.selected
 	v.mu.Unlock()
-	go func() {
+	v.tasks.Go(func(context.Context) {
 		if err := v.backend.Dismiss(context.Background(), id, anomalyID); err != nil {
-			fyne.Do(func() { showError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
+			onUI(func() { showError(fmt.Errorf("dismiss the anomaly: %w", err), v.win) })
 		}
 		v.requestReload()
-	}()
+	})
 }
 
 func (v *MainView) onCancel() {
@@ -579,20 +586,20 @@ func (v *MainView) onCancel() {
 			return
 		}
 		v.cancel.Disable()
-		go func() {
+		v.tasks.Go(func(context.Context) {
 			err := v.backend.Cancel(context.Background(), id)
 			var ended *engine.EndedError
 			switch {
 			case errors.As(err, &ended):
 				// It ended while the user confirmed: no failure, nothing to do.
-				fyne.Do(func() {
+				onUI(func() {
 					showNotice(v.win, "Nothing to stop", fmt.Sprintf("Run %s had already %s before the cancel reached it.", ended.ID, ended.State))
 				})
 			case err != nil:
-				fyne.Do(func() { showError(err, v.win) })
+				onUI(func() { showError(err, v.win) })
 			}
 			v.requestReload()
-		}()
+		})
 	})
 }
 

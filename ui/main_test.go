@@ -172,7 +172,7 @@ func stages(states ...engine.State) []engine.StageInfo {
 
 func newTestView(t *testing.T, b *fakeBackend) (*MainView, fyne.Window) {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	v := NewMainView(b, w)
@@ -248,7 +248,7 @@ func TestCancelAsksFirst(t *testing.T) {
 	v.Reload(context.Background())
 	v.list.Select(0)
 	v.Reload(context.Background())
-	test.Tap(v.cancel)
+	tap(v.cancel)
 	b.mu.Lock()
 	require.Empty(t, b.cancelled, "nothing happens before the user confirms")
 	b.mu.Unlock()

@@ -46,7 +46,7 @@ func newMetricsSetting(server MetricsServer) *metricsSetting {
 	m.stop = widget.NewButton("Stop", func() { m.set("") })
 	row := container.NewBorder(nil, nil, widget.NewLabel("Address"), container.NewHBox(m.serve, m.stop), m.addr)
 	hint := widget.NewLabel("Prometheus scrapes http://ADDRESS/metrics: GPUs, the queue, runs by state, anomalies " +
-		"(README: Prometheus and Grafana). Use 0.0.0.0:PORT to let another machine scrape it.")
+		"(docs/guide/prometheus.md). Use 0.0.0.0:PORT to let another machine scrape it.")
 	hint.Importance = widget.LowImportance
 	hint.Wrapping = fyne.TextWrapWord
 	m.content = container.NewVBox(widget.NewLabelWithStyle("Prometheus metrics", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),

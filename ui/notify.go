@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -78,6 +79,7 @@ const maxNotes = 100
 // bell's list of everything since the window opened.
 type notices struct {
 	mu     sync.Mutex
+	tasks  tasks  // the toasts' timers; close ends them
 	list   []note // newest first
 	unread int
 
@@ -154,8 +156,13 @@ func (n *notices) add(nt note) {
 	}
 	n.toast.Show()
 	n.layer.Refresh()
-	time.AfterFunc(n.toastFor, func() {
-		fyne.Do(func() {
+	n.tasks.Follow(context.Background(), func(ctx context.Context) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.toastFor):
+		}
+		onUI(func() {
 			n.mu.Lock()
 			current := n.shown == id
 			n.mu.Unlock()

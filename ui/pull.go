@@ -33,7 +33,7 @@ func (p *PullIndicator) Content() fyne.CanvasObject { return p.box }
 // (total 0 while unknown); done hides the indicator. It may be called from
 // any goroutine.
 func (p *PullIndicator) Update(image string, current, total int64, done bool) {
-	fyne.Do(func() { p.apply(image, current, total, done) })
+	onUI(func() { p.apply(image, current, total, done) })
 }
 
 func (p *PullIndicator) apply(image string, current, total int64, done bool) {

@@ -3,12 +3,11 @@ package ui
 import (
 	"testing"
 
-	"fyne.io/fyne/v2/test"
 	"github.com/stretchr/testify/require"
 )
 
 func TestPullIndicator(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	p := newPullIndicator()
 	require.False(t, p.box.Visible(), "hidden while nothing is pulled")
 

@@ -94,7 +94,7 @@ func TestRunsOwnGPUsOnACPUTemplateGoToEveryStage(t *testing.T) {
 // The Resources step holds the GPU parameters (not the Parameters step),
 // says where the run would go, and the Review shows it per run.
 func TestWizardResourcesStepShowsPlacement(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &fakeBackend{snap: simSnapshot(t, "2xA100-80GB")}
 	wz := NewWizard(b, gpuEntries(t, gpuTemplateYAML), nil, nil, nil)
 	test.NewWindow(wz.Content())
@@ -114,7 +114,7 @@ func TestWizardResourcesStepShowsPlacement(t *testing.T) {
 // an engine that takes them; the Review refuses what can never fit and
 // says where the rest would go.
 func TestWizardRunsOwnResources(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &resourceFake{fakeBackend: fakeBackend{snap: simSnapshot(t, "2xA100-80GB")}}
 	launched := make(chan []string, 1)
 	wz := NewWizard(b, gpuEntries(t, fixedGPUYAML), nil, func(ids []string, err error) {
@@ -135,14 +135,14 @@ func TestWizardRunsOwnResources(t *testing.T) {
 	wz.res.gpuMem.SetText("40GiB")
 	wz.res.cpus.SetText("2.5")
 	wz.res.estimate.SetText("1h30m")
-	test.Tap(wz.res.spot)
+	tap(wz.res.spot)
 	require.Nil(t, wz.validate())
 	wz.show(stepReview)
 	require.Nil(t, wz.refusal)
 	require.Len(t, wz.placed, 1)
 	require.Equal(t, "train → GPU 1 (80 GiB free)", wz.placed[0].where)
 	require.Equal(t, "1 GPU, 40 GiB per GPU, 2.5 CPUs, spot, estimate 1h30m0s", resourceLine(wz.resources))
-	test.Tap(wz.launch)
+	tap(wz.launch)
 	select {
 	case <-launched:
 	case <-time.After(10 * time.Second):
@@ -156,7 +156,7 @@ func TestWizardRunsOwnResources(t *testing.T) {
 // Bad resources block Next with a message that says what to type; an
 // engine that takes no per-run resources disables the controls and says so.
 func TestWizardResourceInputIsChecked(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &resourceFake{}
 	wz := NewWizard(b, gpuEntries(t, fixedGPUYAML), nil, nil, nil)
 	wz.list.Select(0)
@@ -201,7 +201,7 @@ stages:
 sentinel:
   nan: {do: retry, set: {lr: "*0.1"}}
 `
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &resourceFake{}
 	wz := NewWizard(b, gpuEntries(t, yaml), nil, nil, nil)
 	wz.list.Select(0)
@@ -215,7 +215,7 @@ sentinel:
 	require.True(t, wz.res.flagOnly.Checked, "a sweep's points are only flagged")
 	require.Nil(t, wz.validate())
 	require.True(t, wz.resources.FlagOnly)
-	test.Tap(wz.res.flagOnly) // the user wants the retries
+	tap(wz.res.flagOnly) // the user wants the retries
 	wz.show(stepParams)
 	wz.show(stepResources)
 	require.False(t, wz.res.flagOnly.Checked, "the user's choice stands")

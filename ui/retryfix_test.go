@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/require"
 
@@ -75,7 +74,7 @@ func TestRetryWithTheFixOpensTheWizardChanged(t *testing.T) {
 	v.Reload(context.Background())
 	btn := retryButton(v.detail)
 	require.NotNil(t, btn, "the fake's divergence is a run-scope anomaly")
-	test.Tap(btn)
+	tap(btn)
 	require.Len(t, cloned, 1)
 	require.InDelta(t, 0.05, cloned[0].Params["lr"], 1e-12)
 	require.Equal(t, "Retry with the fix (lr: 0.5 → 0.05): check the parameters and launch.", v.status.Text)
@@ -91,7 +90,7 @@ func TestRetryWithTheFixPrefillsTheWizard(t *testing.T) {
 	s.Runs.Reload(context.Background())
 	btn := retryButton(s.Runs.detail)
 	require.NotNil(t, btn)
-	test.Tap(btn)
+	tap(btn)
 	require.Equal(t, stepParams, s.wizard.step)
 	require.Equal(t, "0.05", s.wizard.fields[0].entry.Text, "the learning rate, lowered")
 	require.Equal(t, "256", s.wizard.fields[1].entry.Text)

@@ -22,14 +22,15 @@ func TestStudyLaunchSuggestedOpensTheWizard(t *testing.T) {
 		Best: 0.97, HasBest: true, BestRun: "r-a", Next: map[string]any{"lr": 0.003, "hidden": 128.0},
 		Why: "expected val_acc 0.975 ± 0.004 from 14 trials"}, {
 		ID: "st0", Template: "demo", State: "done", Budget: 4, Done: 4}}}
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	defer w.Close()
 	s := NewShell(b, NewMainView(b, w), Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
-	s.Show("Archive")
-	test.Tap(s.Archive.studies)
+	show(t, s, "Archive")
+	tap(s.Archive.studies)
 	var launches []*widget.Button
 	for _, o := range s.Archive.studiesBox.Objects {
 		if btn, ok := o.(*widget.Button); ok && btn.Text == "Launch suggested…" {
@@ -37,7 +38,7 @@ func TestStudyLaunchSuggestedOpensTheWizard(t *testing.T) {
 		}
 	}
 	require.Len(t, launches, 1, "only the study with a suggestion offers one")
-	test.Tap(launches[0])
+	tap(launches[0])
 	require.NotNil(t, s.wizard, "the wizard opened")
 	require.Equal(t, stepParams, s.wizard.step, "on the parameters, to review")
 	require.Equal(t, "demo", s.wizard.tmpl.Name)
@@ -69,7 +70,7 @@ func (l *launcherFake) got() []StudySpec {
 // The wizard's Search mode: prefilled from the schema, its form makes the
 // StudySpec the engine launches, and Review says what the study is.
 func TestWizardSearchModeMakesTheStudySpec(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &launcherFake{}
 	var study string
 	closed := false
@@ -79,7 +80,7 @@ func TestWizardSearchModeMakesTheStudySpec(t *testing.T) {
 	defer w.Close()
 	w.Resize(fyne.NewSize(940, 660))
 	wz.list.Select(1)
-	test.Tap(wz.next)
+	tap(wz.next)
 	require.Equal(t, stepParams, wz.step)
 	require.NotNil(t, wz.mode, "an engine that launches studies offers Search")
 	require.Equal(t, []string{modeRuns, modeSearch}, wz.mode.Options)
@@ -117,13 +118,13 @@ func TestWizardSearchModeMakesTheStudySpec(t *testing.T) {
 	require.Equal(t, "hidden: the template allows 8..1024", wz.status.Text)
 	hidden.hi.SetText("256")
 
-	test.Tap(wz.next)
+	tap(wz.next)
 	require.Equal(t, stepReview, wz.step, "a study's trials use the template's resources: straight to Review")
 	require.Contains(t, texts(wz.body), "demo: a study of 8 trials over lr (0.0001..0.1, log), hidden (16..256); 2 at once, pruner asha")
-	test.Tap(wz.back)
+	tap(wz.back)
 	require.Equal(t, stepParams, wz.step, "Back from Review goes to the parameters")
-	test.Tap(wz.next)
-	test.Tap(wz.launch)
+	tap(wz.next)
+	tap(wz.launch)
 	require.Eventually(t, func() bool { return len(b.got()) == 1 }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, StudySpec{Template: "demo", Source: "bundled", Budget: 8, Parallel: "2", Pruner: "asha",
 		Space: []string{"lr=0.0001..0.1:log", "hidden=16..256"},
@@ -139,7 +140,7 @@ func TestWizardSearchModeMakesTheStudySpec(t *testing.T) {
 
 // The bundled demo's Search mode, as the README quotes its Review.
 func TestWizardSearchModeOnTheDemo(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	yaml, err := os.ReadFile("../assets/templates/digits-mlp/template.yaml")
 	require.NoError(t, err)
 	tm, err := template.Parse("template.yaml", yaml)
@@ -149,9 +150,9 @@ func TestWizardSearchModeOnTheDemo(t *testing.T) {
 	w := test.NewWindow(wz.Content())
 	defer w.Close()
 	wz.list.Select(0)
-	test.Tap(wz.next)
+	tap(wz.next)
 	wz.mode.SetSelected(modeSearch)
-	test.Tap(wz.next)
+	tap(wz.next)
 	require.Equal(t, stepReview, wz.step)
 	require.Contains(t, texts(wz.body), "digits-mlp: a study of 16 trials over lr (1e-05..1, log), hidden (8..1024), optimizer (adam, sgd), batch_size (8..1024); parallel auto, pruner median")
 }

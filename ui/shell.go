@@ -55,6 +55,7 @@ type Shell struct {
 	backend Backend
 	opts    Options
 	win     fyne.Window
+	tasks   tasks // the shell's own goroutines: events, the board's ticker, reloads
 
 	Board   *Board
 	Runs    *MainView
@@ -147,11 +148,11 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 		case "Templates":
 			s.loadTemplates()
 		case "Archive":
-			go s.Archive.Reload(context.Background())
+			s.Archive.tasks.Go(s.Archive.Reload)
 		case "Cluster":
-			go s.cluster.Reload(context.Background())
+			s.cluster.tasks.Go(s.cluster.Reload)
 		case "Board":
-			go s.Board.Reload(context.Background())
+			s.tasks.Go(s.Board.Reload)
 		}
 	}
 	s.content = container.NewStack(s.tabs, s.notices.layer)
@@ -173,10 +174,10 @@ func (s *Shell) Start(ctx context.Context) {
 		s.metrics.start(s.opts.MetricsAddr)
 	}
 	if s.cluster != nil {
-		go s.cluster.follow(ctx)
+		s.cluster.tasks.Follow(ctx, s.cluster.follow)
 	}
 	sub := s.backend.Subscribe(256)
-	go func() {
+	s.tasks.Follow(ctx, func(ctx context.Context) {
 		defer sub.Close()
 		for {
 			select {
@@ -189,8 +190,8 @@ func (s *Shell) Start(ctx context.Context) {
 				s.onEvent(ctx, ev)
 			}
 		}
-	}()
-	go func() {
+	})
+	s.tasks.Follow(ctx, func(ctx context.Context) {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		s.Board.Reload(ctx)
@@ -204,7 +205,24 @@ func (s *Shell) Start(ctx context.Context) {
 				}
 			}
 		}
-	}()
+	})
+}
+
+// Close stops the window's goroutines, each page's and the wizard's: the
+// board's and the runs page's refreshers, the cluster's follow, the study
+// view's ticker, the toasts' timers. It does not wait for them (one may be
+// waiting on Fyne's thread); a test waits until none is left.
+func (s *Shell) Close() {
+	s.tasks.Close()
+	s.Runs.Close()
+	s.Archive.Close()
+	s.notices.tasks.Close()
+	if s.cluster != nil {
+		s.cluster.close()
+	}
+	if s.wizard != nil {
+		s.wizard.tasks.Close()
+	}
 }
 
 // Show switches to a page by name: "Board", "Runs", "Archive", "Cluster"
@@ -228,7 +246,7 @@ func (s *Shell) OpenRun(id string) {
 // run appears or changes state.
 func (s *Shell) onEvent(ctx context.Context, ev engine.Event) {
 	if n, ok := noteFor(ev); ok {
-		fyne.Do(func() { s.notices.add(n) })
+		onUI(func() { s.notices.add(n) })
 	}
 	s.notify(ev)
 	if s.archiveShown.Load() && (ev.Kind == engine.RunSubmitted || ev.Kind == engine.RunChanged) {
@@ -337,7 +355,7 @@ func (s *Shell) OpenWizard() {
 		}
 		if len(ids) > 0 {
 			s.Show("Board")
-			go s.Board.Reload(context.Background())
+			s.tasks.Go(s.Board.Reload)
 		}
 	}, func() {
 		if s.wizardDlg != nil {
@@ -381,7 +399,7 @@ func (s *Shell) templatesPage() fyne.CanvasObject {
 		e := s.entries[i]
 		o.(*widget.Label).SetText(e.Name + "  ·  " + sourceLabel(e.Source))
 	})
-	s.advice = newAdvicePane(s.LaunchSuggested)
+	s.advice = newAdvicePane(s.LaunchSuggested, &s.tasks)
 	s.templates.OnSelected = func(i widget.ListItemID) {
 		e := s.entries[i]
 		switch {
@@ -447,7 +465,7 @@ func (s *Shell) settingsPage() fyne.CanvasObject {
 	if s.metrics != nil {
 		page.Add(s.metrics.content)
 	} else {
-		m := widget.NewLabel("Prometheus metrics: `niuma engine --metrics-addr 127.0.0.1:9464` serves them (README: Prometheus and Grafana).")
+		m := widget.NewLabel("Prometheus metrics: `niuma engine --metrics-addr 127.0.0.1:9464` serves them (docs/guide/prometheus.md).")
 		m.Wrapping = fyne.TextWrapWord
 		page.Add(m)
 	}

@@ -16,11 +16,12 @@ import (
 
 func newTestShell(t *testing.T, b *fakeBackend) (*Shell, fyne.Window) {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	w := test.NewWindow(nil)
 	t.Cleanup(w.Close)
 	runs := NewMainView(b, w)
 	s := NewShell(b, runs, Options{Templates: func() ([]TemplateEntry, error) { return demoEntries(t), nil }}, w)
+	t.Cleanup(s.Close)
 	w.SetContent(s.Content())
 	w.Resize(fyne.NewSize(1200, 780))
 	return s, w
@@ -34,7 +35,7 @@ func TestShellNavigatesBetweenPages(t *testing.T) {
 	}
 	require.Equal(t, []string{"Board", "Runs", "Archive", "Templates", "Settings"}, names)
 	require.Equal(t, "Board", s.tabs.Selected().Text, "the board is home")
-	s.Show("Templates")
+	show(t, s, "Templates")
 	require.Equal(t, "Templates", s.tabs.Selected().Text)
 	require.Equal(t, 2, s.templates.Length(), "bundled and user templates are listed")
 }
@@ -47,7 +48,7 @@ func TestCtrlNOpensTheWizard(t *testing.T) {
 	require.NotNil(t, w.Canvas().Overlays().Top(), "the wizard opens over the window")
 	require.NotNil(t, s.wizard)
 	require.Equal(t, 2, s.wizard.list.Length())
-	test.Tap(s.wizard.cancel)
+	tap(s.wizard.cancel)
 	require.Nil(t, w.Canvas().Overlays().Top(), "Cancel closes it")
 }
 
@@ -75,7 +76,7 @@ func TestOpenRunShowsItsCurve(t *testing.T) {
 }
 
 func TestCurveCacheSkipsUnchangedSeries(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	fb := &fakeBackend{series: []engine.Point{{Stage: "train", Key: "loss", Step: 0, Value: 1}, {Stage: "train", Key: "loss", Step: 1, Value: 0.5}}}
 	r := engine.RunInfo{ID: "r1"}
 	last := []engine.Point{{Stage: "train", Key: "loss", Attempt: 1, Step: 1, Value: 0.5}}
@@ -101,7 +102,7 @@ func TestCloneOpensTheWizardPrefilled(t *testing.T) {
 	s.OpenRun("r1")
 	s.Runs.Reload(context.Background())
 	require.False(t, s.Runs.clone.Disabled())
-	test.Tap(s.Runs.clone)
+	tap(s.Runs.clone)
 
 	w := s.wizard
 	require.Equal(t, stepParams, w.step, "straight to the parameters")
@@ -133,7 +134,7 @@ func TestDismissAnAnomaly(t *testing.T) {
 		}
 	}
 	require.NotNil(t, dismiss, "a standing anomaly has a Dismiss button")
-	test.Tap(dismiss)
+	tap(dismiss)
 	require.Eventually(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -165,7 +166,7 @@ func TestNotifications(t *testing.T) {
 	t.Run("turned off in Settings", func(t *testing.T) {
 		s, _ := newTestShell(t, &fakeBackend{})
 		require.True(t, s.notifyCheck.Checked, "on by default")
-		test.Tap(s.notifyCheck)
+		tap(s.notifyCheck)
 		test.AssertNotificationSent(t, nil, func() {
 			s.notify(engine.Event{Kind: engine.RunChanged, RunID: "r1", State: engine.Succeeded})
 		})

@@ -124,13 +124,15 @@ func (v *ArchiveView) Studies() {
 		showError(fmt.Errorf("read the studies: %w", err), v.win)
 		return
 	}
-	v.studiesFilled = read
 	box := container.NewVBox()
 	scroll := container.NewVScroll(box)
 	scroll.SetMinSize(fyne.NewSize(640, 360))
 	d := dialog.NewCustom("Studies", "Close", scroll, v.win)
+	v.studiesMu.Lock()
+	v.studiesFilled = read
 	v.studiesBox, v.studiesDlg = box, d
-	v.fillStudies(studies)
+	v.fillStudiesLocked(studies)
+	v.studiesMu.Unlock()
 	v.studiesOpen.Store(true)
 	closed := make(chan struct{})
 	showWithKeysUntil(d, v.win, d.Hide, d.Hide, func() {
@@ -138,21 +140,24 @@ func (v *ArchiveView) Studies() {
 		close(closed)
 	})
 	// A study's own changes (it ends, its next suggestion moves) come
-	// with no run event: read them every couple of seconds too.
-	go func() {
+	// with no run event: read them every couple of seconds too, until
+	// the dialog or the view closes.
+	v.tasks.Follow(context.Background(), func(ctx context.Context) {
 		tick := time.NewTicker(studiesPeriod)
 		defer tick.Stop()
 		for {
 			select {
 			case <-closed:
 				return
+			case <-ctx.Done():
+				return
 			case <-tick.C:
-				if fill := v.refreshStudies(context.Background()); fill != nil {
-					fyne.Do(fill)
+				if fill := v.refreshStudies(ctx); fill != nil {
+					onUI(fill)
 				}
 			}
 		}
-	}()
+	})
 }
 
 // maxTrialLines is how many trials a study shows in the study view.
@@ -211,21 +216,29 @@ func (v *ArchiveView) refreshStudies(ctx context.Context) (fill func()) {
 	}
 	return func() {
 		// Reads overlap (the ticker's and a reload's): an older one
-		// landing last must not put back what a newer one replaced.
+		// landing last must not put back what a newer one replaced. The
+		// lock is taken first: a test that holds it while it closes the
+		// view sees no fill after.
+		v.studiesMu.Lock()
+		defer v.studiesMu.Unlock()
 		if v.studiesOpen.Load() && read > v.studiesFilled {
 			v.studiesFilled = read
-			v.fillStudies(studies)
+			v.fillStudiesLocked(studies)
 		}
 	}
 }
 
 // fillStudies puts studies in the study view, in place of what it showed.
 func (v *ArchiveView) fillStudies(studies []StudyInfo) {
-	// On Fyne's thread in the window; the lock keeps a test's reads of
-	// the box apart from the ticker's fills (its driver runs them where
-	// they are called).
 	v.studiesMu.Lock()
 	defer v.studiesMu.Unlock()
+	v.fillStudiesLocked(studies)
+}
+
+// fillStudiesLocked is fillStudies with studiesMu held. On Fyne's thread in the window; the lock keeps a test's reads of the
+// box apart from the ticker's fills (its driver runs them where they are
+// called).
+func (v *ArchiveView) fillStudiesLocked(studies []StudyInfo) {
 	box, d := v.studiesBox, v.studiesDlg
 	box.RemoveAll()
 	if len(studies) == 0 {

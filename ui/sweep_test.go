@@ -50,7 +50,7 @@ var sweepRuns = []string{
 }
 
 func TestWizardSweepIsTheTemplatesExpansion(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	tm, err := template.Parse("sweepdemo.yaml", []byte(sweepYAML))
 	require.NoError(t, err)
 	r := &wizardRig{b: &fakeBackend{}, launched: make(chan []string, 1)}
@@ -63,22 +63,22 @@ func TestWizardSweepIsTheTemplatesExpansion(t *testing.T) {
 	r.win.Resize(fyne.NewSize(900, 640))
 	t.Cleanup(r.win.Close)
 	r.w.list.Select(0)
-	test.Tap(r.w.next)
+	tap(r.w.next)
 
 	sweep := func(name, text string) {
 		f := r.field(name)
-		test.Tap(f.sweep)
+		tap(f.sweep)
 		f.sweepEntry.SetText(text)
 	}
 	sweep("lr", "1e-3, 1e-2")
 	sweep("hidden", "16..48:16")
 	opt := r.field("optimizer")
-	test.Tap(opt.sweep)
+	tap(opt.sweep)
 	opt.sweepChoice.SetSelected([]string{"adam", "sgd"})
 	sweep("momentum", "0.5, 0.9")
 	require.Equal(t, "18 runs", r.w.runCount.Text)
-	test.Tap(r.w.next)
-	test.Tap(r.w.next)
+	tap(r.w.next)
+	tap(r.w.next)
 
 	var got []string
 	for _, s := range r.launch(t) {

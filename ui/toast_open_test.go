@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2/test"
 	"github.com/stretchr/testify/require"
 
 	"niuma/engine"
@@ -35,13 +34,13 @@ func TestToastOpensItsOwnRun(t *testing.T) {
 		s.onEvent(ctx, engine.Event{Kind: engine.RunChanged, RunID: id, State: engine.Succeeded})
 	}
 	finish("r-a")
-	test.Tap(s.notices.tOpen) // the first toast's run
+	tap(s.notices.tOpen) // the first toast's run
 	s.Runs.Reload(ctx)
 	require.True(t, strings.HasPrefix(s.Runs.detail.title.Text, "alpha"), s.Runs.detail.title.Text)
-	s.Show("Board")
+	show(t, s, "Board")
 	finish("r-b")
 	require.Contains(t, s.notices.tBody.Text, "r-b")
-	test.Tap(s.notices.tOpen)
+	tap(s.notices.tOpen)
 	s.Runs.Reload(ctx)
 	s.Runs.mu.Lock()
 	sel := s.Runs.selected

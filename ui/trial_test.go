@@ -147,13 +147,13 @@ func drawnTexts(o fyne.CanvasObject) []string {
 func TestSweepSaysHowToWriteSeveralValues(t *testing.T) {
 	r := newWizardRig(t)
 	r.w.list.Select(1)
-	test.Tap(r.w.next)
+	tap(r.w.next)
 	lr := r.field("lr")
-	test.Tap(lr.sweep)
+	tap(lr.sweep)
 	require.Equal(t, "0.01", lr.sweepEntry.Text, "the sweep starts from the current value")
 	shown := strings.Join(drawnTexts(lr.box), "\n")
 	require.Contains(t, shown, "values: 0.1, 0.01, 0.001", "how to write a sweep is on screen")
-	test.Tap(lr.sweep)
+	tap(lr.sweep)
 	require.NotContains(t, strings.Join(drawnTexts(lr.box), "\n"), "values:", "and goes with the sweep")
 }
 

@@ -40,7 +40,10 @@ var stepNames = []string{"1 · Template", "2 · Parameters", "3 · Resources", "
 // Wizard launches runs by pointing and clicking: template, parameters
 // (with sweeps), resources, review, Launch.
 type Wizard struct {
-	backend  Backend
+	backend Backend
+	// tasks are the wizard's calls to the engine (where a run would go,
+	// the duplicates, the submits); the window's close ends them.
+	tasks    tasks
 	entries  []TemplateEntry
 	remember map[string]map[string]string // last values per template, shared with the shell
 	onLaunch func(ids []string, err error)
@@ -772,9 +775,9 @@ func (w *Wizard) checkPlacement() {
 	}
 	spec := w.specs[0]
 	spec.Executor = ""
-	go func() {
+	w.tasks.Go(func(context.Context) {
 		p, err := w.backend.Provenance(context.Background(), spec)
-		fyne.Do(func() {
+		onUI(func() {
 			if err != nil || p.ExecutorNote == "" || w.step != stepReview {
 				return
 			}
@@ -784,7 +787,7 @@ func (w *Wizard) checkPlacement() {
 				w.hostRun.Show()
 			}
 		})
-	}()
+	})
 }
 
 // remembered is the single values of the form, kept for next time.
@@ -817,16 +820,16 @@ func (w *Wizard) onLaunchTapped() {
 	w.launch.Disable()
 	w.back.Disable()
 	w.status.SetText("Checking for runs that were already done…")
-	go func() {
+	w.tasks.Go(func(context.Context) {
 		dups, first := w.duplicates(specs)
-		fyne.Do(func() {
+		onUI(func() {
 			if len(dups) == 0 {
 				w.submit(specs)
 				return
 			}
 			w.askAboutDuplicates(specs, dups, first)
 		})
-	}()
+	})
 }
 
 // duplicates finds the specs whose fingerprint matches a run that already
@@ -931,7 +934,7 @@ func (w *Wizard) submit(specs []engine.RunSpec) {
 	w.launch.Disable()
 	w.back.Disable()
 	w.status.SetText(fmt.Sprintf("Launching %d %s…", len(specs), plural(len(specs), "run", "runs")))
-	go func() {
+	w.tasks.Go(func(context.Context) {
 		var ids []string
 		var ferr error
 		res := w.resources
@@ -950,7 +953,7 @@ func (w *Wizard) submit(specs []engine.RunSpec) {
 			}
 			ids = append(ids, r.ID)
 		}
-		fyne.Do(func() {
+		onUI(func() {
 			w.back.Enable()
 			w.launch.Enable()
 			if w.onLaunch != nil {
@@ -960,7 +963,7 @@ func (w *Wizard) submit(specs []engine.RunSpec) {
 				w.onClose()
 			}
 		})
-	}()
+	})
 }
 
 // launchStudy creates the study the Search form describes and has the
@@ -979,9 +982,9 @@ func (w *Wizard) launchStudy() {
 	w.launch.Disable()
 	w.back.Disable()
 	w.status.SetText(fmt.Sprintf("Creating a study of %d trials…", spec.Budget))
-	go func() {
+	w.tasks.Go(func(context.Context) {
 		id, err := sl.LaunchStudy(context.Background(), spec)
-		fyne.Do(func() {
+		onUI(func() {
 			w.back.Enable()
 			w.launch.Enable()
 			if err != nil {
@@ -995,5 +998,5 @@ func (w *Wizard) launchStudy() {
 				w.OnStudy(id)
 			}
 		})
-	}()
+	})
 }

@@ -47,7 +47,7 @@ type wizardRig struct {
 
 func newWizardRig(t *testing.T) *wizardRig {
 	t.Helper()
-	test.NewTempApp(t)
+	newTestApp(t)
 	r := &wizardRig{b: &fakeBackend{}, launched: make(chan []string, 1)}
 	r.w = NewWizard(r.b, demoEntries(t), nil, func(ids []string, err error) {
 		require.NoError(t, err)
@@ -70,7 +70,7 @@ func (r *wizardRig) field(name string) *paramField {
 
 func (r *wizardRig) launch(t *testing.T) []engine.RunSpec {
 	t.Helper()
-	test.Tap(r.w.launch)
+	tap(r.w.launch)
 	select {
 	case <-r.launched:
 	case <-time.After(10 * time.Second):
@@ -86,7 +86,7 @@ func TestWizardLaunchesOneRunWithTypedValues(t *testing.T) {
 	require.True(t, r.w.next.Disabled(), "no template picked yet")
 	r.w.list.Select(1)
 	require.False(t, r.w.next.Disabled())
-	test.Tap(r.w.next)
+	tap(r.w.next)
 	require.Equal(t, stepParams, r.w.step)
 
 	lr := r.field("lr")
@@ -94,9 +94,9 @@ func TestWizardLaunchesOneRunWithTypedValues(t *testing.T) {
 	test.Type(lr.entry, "0.003")
 	require.InDelta(t, -2.52, lr.slider.Value, 0.01, "the log slider follows the exact entry")
 	r.field("optimizer").sel.SetSelected("sgd")
-	test.Tap(r.field("augment").check)
+	tap(r.field("augment").check)
 	require.Equal(t, "1 run", r.w.runCount.Text)
-	test.Tap(r.w.next)
+	tap(r.w.next)
 
 	require.Equal(t, stepResources, r.w.step)
 	r.w.priority.SetText("")
@@ -104,7 +104,7 @@ func TestWizardLaunchesOneRunWithTypedValues(t *testing.T) {
 	r.w.seed.SetText("")
 	test.Type(r.w.seed, "42")
 	r.w.executor.SetSelected("local")
-	test.Tap(r.w.next)
+	tap(r.w.next)
 
 	require.Equal(t, stepReview, r.w.step)
 	require.Len(t, r.w.specs, 1)
@@ -120,18 +120,18 @@ func TestWizardLaunchesOneRunWithTypedValues(t *testing.T) {
 func TestWizardSweepOfTwoByThreeMakesSixRuns(t *testing.T) {
 	r := newWizardRig(t)
 	r.w.list.Select(1)
-	test.Tap(r.w.next)
+	tap(r.w.next)
 
 	opt := r.field("optimizer")
-	test.Tap(opt.sweep)
+	tap(opt.sweep)
 	opt.sweepChoice.SetSelected([]string{"adam", "sgd"})
 	hidden := r.field("hidden")
-	test.Tap(hidden.sweep)
+	tap(hidden.sweep)
 	hidden.sweepEntry.SetText("")
 	test.Type(hidden.sweepEntry, "32, 64, 128")
 	require.Equal(t, "6 runs", r.w.runCount.Text)
-	test.Tap(r.w.next)
-	test.Tap(r.w.next) // resources: the defaults
+	tap(r.w.next)
+	tap(r.w.next) // resources: the defaults
 	require.Equal(t, stepReview, r.w.step)
 
 	specs := r.launch(t)
@@ -169,18 +169,18 @@ func TestWizardInvalidInputBlocksNext(t *testing.T) {
 		}, "hidden"},
 		{"empty sweep", func(r *wizardRig) {
 			f := r.field("hidden")
-			test.Tap(f.sweep)
+			tap(f.sweep)
 			f.sweepEntry.SetText("")
 		}, "give the values to sweep"},
 		{"bad range", func(r *wizardRig) {
 			f := r.field("hidden")
-			test.Tap(f.sweep)
+			tap(f.sweep)
 			f.sweepEntry.SetText("")
 			test.Type(f.sweepEntry, "64..8")
 		}, "not a range"},
 		{"no choice ticked", func(r *wizardRig) {
 			f := r.field("optimizer")
-			test.Tap(f.sweep)
+			tap(f.sweep)
 			f.sweepChoice.SetSelected(nil)
 		}, "tick at least one"},
 	}
@@ -188,11 +188,11 @@ func TestWizardInvalidInputBlocksNext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newWizardRig(t)
 			r.w.list.Select(1)
-			test.Tap(r.w.next)
+			tap(r.w.next)
 			tt.edit(r)
 			require.True(t, r.w.next.Disabled())
 			require.Contains(t, r.w.status.Text, tt.shows)
-			test.Tap(r.w.next)
+			tap(r.w.next)
 			require.Equal(t, stepParams, r.w.step, "tapping a disabled Next stays put")
 		})
 	}
@@ -208,8 +208,8 @@ func TestWizardBadTemplateShowsItsError(t *testing.T) {
 func TestWizardBadSeedBlocksNext(t *testing.T) {
 	r := newWizardRig(t)
 	r.w.list.Select(1)
-	test.Tap(r.w.next)
-	test.Tap(r.w.next)
+	tap(r.w.next)
+	tap(r.w.next)
 	r.w.seed.SetText("")
 	test.Type(r.w.seed, "-3")
 	require.True(t, r.w.next.Disabled())
@@ -217,17 +217,17 @@ func TestWizardBadSeedBlocksNext(t *testing.T) {
 }
 
 func TestWizardRemembersLastValues(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	b := &fakeBackend{}
 	remember := map[string]map[string]string{}
 	done := make(chan struct{}, 1)
 	w := NewWizard(b, demoEntries(t), remember, func([]string, error) { done <- struct{}{} }, nil)
 	w.list.Select(1)
-	test.Tap(w.next)
+	tap(w.next)
 	w.fields[1].entry.SetText("256")
-	test.Tap(w.next)
-	test.Tap(w.next)
-	test.Tap(w.launch)
+	tap(w.next)
+	tap(w.next)
+	tap(w.launch)
 	<-done
 	again := NewWizard(b, demoEntries(t), remember, nil, nil)
 	again.list.Select(1)
@@ -262,18 +262,18 @@ func TestWizardAsksBeforeRepeatingADoneRun(t *testing.T) {
 	opened := make(chan string, 1)
 	r.w.OnOpenRun = func(id string) { opened <- id }
 	r.w.list.Select(1)
-	test.Tap(r.w.next)
-	test.Tap(r.w.next)
+	tap(r.w.next)
+	tap(r.w.next)
 	r.w.seed.SetText("")
 	test.Type(r.w.seed, "7")
-	test.Tap(r.w.next)
+	tap(r.w.next)
 	require.Equal(t, stepReview, r.w.step)
 
 	p, err := r.b.Provenance(context.Background(), r.w.specs[0])
 	require.NoError(t, err)
 	r.b.done = map[string]engine.RunInfo{p.Fingerprint: {ID: "earlier-run", State: engine.Succeeded}}
 
-	test.Tap(r.w.launch)
+	tap(r.w.launch)
 	require.Eventually(t, func() bool { return r.win.Canvas().Overlays().Top() != nil }, 5*time.Second, 10*time.Millisecond,
 		"a dialog asks what to do")
 	require.Contains(t, r.w.status.Text, "earlier-run")
@@ -289,7 +289,7 @@ func TestWizardAsksBeforeRepeatingADoneRun(t *testing.T) {
 		}
 	}
 	require.NotNil(t, newSeed)
-	test.Tap(newSeed)
+	tap(newSeed)
 	select {
 	case <-r.launched:
 	case <-time.After(10 * time.Second):
@@ -304,7 +304,7 @@ func TestWizardAsksBeforeRepeatingADoneRun(t *testing.T) {
 // A docker template whose image is missing would wait: the review says so
 // and offers the host as an explicit choice, saying what it loses.
 func TestWizardOffersTheHostWhenTheImageIsMissing(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	tm, err := template.Parse("d.yaml", []byte("name: d\nruntime: {kind: docker, image: niuma/x:1}\nstages: [{name: a, command: [/bin/true]}]\n"))
 	require.NoError(t, err)
 	b := &fakeBackend{placement: engine.Provenance{Executor: "docker",
@@ -315,9 +315,9 @@ func TestWizardOffersTheHostWhenTheImageIsMissing(t *testing.T) {
 	win := test.NewWindow(w.Content())
 	t.Cleanup(win.Close)
 	w.list.Select(0)
-	test.Tap(w.next)
-	test.Tap(w.next)
-	test.Tap(w.next)
+	tap(w.next)
+	tap(w.next)
+	tap(w.next)
 	require.Equal(t, stepReview, w.step)
 	require.Eventually(t, func() bool {
 		var shown bool
@@ -328,9 +328,9 @@ func TestWizardOffersTheHostWhenTheImageIsMissing(t *testing.T) {
 	require.Contains(t, w.hostRun.Text, "without the container")
 	require.Equal(t, "", w.specs[0].Executor, "unticked, the run waits for its image")
 
-	test.Tap(w.hostRun)
+	tap(w.hostRun)
 	require.Equal(t, "local", w.specs[0].Executor, "ticked, the host, as chosen")
-	test.Tap(w.launch)
+	tap(w.launch)
 	select {
 	case <-launched:
 	case <-time.After(10 * time.Second):

@@ -22,6 +22,7 @@ type collectRig struct {
 	stdout, stderr   string
 	sources          Sources
 	maxKeys          int
+	stageFolder      func(string) bool
 
 	mu    sync.Mutex
 	notes []string
@@ -42,7 +43,8 @@ func (r *collectRig) collect() {
 	t := r.t
 	w := NewWriter(r.db, WriterOptions{Logger: quiet})
 	c := &Collector{Store: r.db, Writer: w, RunID: "run1", Stage: "train", Attempt: 1,
-		RunDir: r.runDir, StageDir: r.stageDir, Stdout: r.stdout, Stderr: r.stderr, Sources: r.sources, MaxKeys: r.maxKeys, Logger: quiet,
+		RunDir: r.runDir, StageDir: r.stageDir, StageFolder: r.stageFolder, Stdout: r.stdout, Stderr: r.stderr, Sources: r.sources,
+		MaxKeys: r.maxKeys, Logger: quiet,
 		OnNote: func(kind, msg, fix string) {
 			r.mu.Lock()
 			r.notes = append(r.notes, kind+": "+msg)
@@ -202,4 +204,30 @@ func TestCollectSaysWhenAPresetMatchesNothing(t *testing.T) {
 	r.collect()
 	require.Len(t, r.notes, 1)
 	assert.Equal(t, "metrics_unmatched: metrics preset keras matched nothing in its 20 lines of stdout and stderr", r.notes[0])
+}
+
+// Another stage's folder is one level down in the run's folder, where a
+// save_dir is looked for: its files are that stage's, and this stage does
+// not read them (it stored them as its own). A save_dir in the run folder
+// itself, and this stage's own folder, are read.
+func TestCollectLeavesOtherStagesFolders(t *testing.T) {
+	r := newCollectRig(t)
+	other := filepath.Join(r.runDir, "eval")
+	require.NoError(t, os.MkdirAll(other, 0o755))
+	appendFile(t, filepath.Join(other, "attempt-1.stdout.log"), "")
+	r.stageFolder = func(dir string) bool {
+		logs, _ := filepath.Glob(filepath.Join(dir, "attempt-*.stdout.log"))
+		return filepath.Dir(dir) == r.runDir && len(logs) > 0
+	}
+	write := func(path, body string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		appendFile(t, path, body)
+	}
+	write(filepath.Join(other, "lightning_logs", "version_0", "metrics.csv"), "step,eval_loss\n1,0.9\n")
+	write(filepath.Join(r.runDir, "logs", "lightning_logs", "version_0", "metrics.csv"), "step,run_loss\n1,0.8\n")
+	write(filepath.Join(r.stageDir, "lightning_logs", "version_0", "metrics.csv"), "step,own_loss\n1,0.7\n")
+	r.collect()
+	assert.Empty(t, r.series("eval_loss"), "the eval stage's file is eval's")
+	assert.Equal(t, []float64{0.8}, values(r.series("run_loss")), "a save_dir in the run folder")
+	assert.Equal(t, []float64{0.7}, values(r.series("own_loss")), "the stage's own folder")
 }

@@ -50,7 +50,9 @@ cleanup() {
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	# A background engine takes over what the window left; let it stop.
 	for _ in $(seq 50); do NIUMA_HOME=$work/home "$NIUMA" ls 2>/dev/null | grep -q ' running \| queued ' || break; sleep 0.2; done
-	rm -rf "$work"
+	# A niuma that is still stopping may create its lock file while the
+	# folder is removed: try again once it has.
+	for _ in 1 2 3 4 5; do rm -rf "$work" 2>/dev/null && break; sleep 1; done
 }
 trap cleanup EXIT
 

@@ -54,7 +54,6 @@ type team struct {
 	queued float64 // of its requests ranked within its share so far
 	asked  float64 // of its requests ranked as borrowers so far
 	fair   int     // fair-share level, 0 (used most) .. fairLevels-1
-	known  bool
 }
 
 // Equiv is the GPUs' worth a placement of gpus GPUs with memMiB each
@@ -95,7 +94,7 @@ func newSharing(st *State) *sharing {
 		s.capacity++
 	}
 	for _, t := range st.Teams.Teams {
-		s.teams[t.Name] = &team{Team: t, known: true}
+		s.teams[t.Name] = &team{Team: t}
 	}
 	for i := range st.Queue {
 		s.team(st.Queue[i].Team)
@@ -536,12 +535,7 @@ func (s *sharing) shareText(r *Reason, req *Request, t *team) string {
 // "2 GPUs lent to nlp until they are wanted".
 func (s *sharing) lentTo(except string) string {
 	var parts []string
-	names := make([]string, 0, len(s.teams))
-	for n := range s.teams {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range sortedNames(s.teams) {
 		t := s.teams[n]
 		if n == except || t.held <= t.Nominal+1e-9 {
 			continue
@@ -554,7 +548,8 @@ func (s *sharing) lentTo(except string) string {
 	return strings.Join(parts, ", ") + " until they are wanted"
 }
 
-// reclaimText is "reclaiming its share: stopping r1, r2 (borrowed by nlp)".
+// reclaimText is "within its team's share: reclaiming GPUs lent to nlp
+// (stopping r1, r2)".
 func (s *sharing) reclaimText(st *State, victims []string) string {
 	teams := map[string]bool{}
 	for _, r := range st.Running {
@@ -562,12 +557,7 @@ func (s *sharing) reclaimText(st *State, victims []string) string {
 			teams[r.Team] = true
 		}
 	}
-	names := make([]string, 0, len(teams))
-	for n := range teams {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return fmt.Sprintf("within its team's share: reclaiming GPUs lent to %s (stopping %s)", strings.Join(names, ", "),
+	return fmt.Sprintf("within its team's share: reclaiming GPUs lent to %s (stopping %s)", strings.Join(sortedNames(teams), ", "),
 		strings.Join(victims, ", "))
 }
 

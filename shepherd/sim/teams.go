@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -250,13 +249,8 @@ func ReplayTeams(jobs []Job, cfg Config, teams []shepherd.Team, shares string, w
 // WorstTeam is the team whose average JCT is furthest above its static
 // partition's, with that ratio (shared / static).
 func (r TeamReport) WorstTeam() (string, float64) {
-	names := make([]string, 0, len(r.Teams))
-	for n := range r.Teams {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	worst, ratio := "", 0.0
-	for _, n := range names {
+	for _, n := range r.teamNames() {
 		t := r.Teams[n]
 		if t.StaticAvgJCT <= 0 {
 			continue

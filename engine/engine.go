@@ -17,6 +17,7 @@ import (
 	"niuma/engine/executor"
 	"niuma/engine/template"
 	"niuma/gpumon"
+	"niuma/machine"
 	"niuma/metrics"
 	"niuma/sentinel"
 	"niuma/shepherd"
@@ -52,6 +53,10 @@ type Options struct {
 	// a local stage is shown as its run's, not as another process.
 	// gpumon.Owners satisfies it.
 	Owners GroupTracker
+	// Machine, when set, is the machine service every placement on this
+	// machine goes through (several users share it); nil: this Niuma
+	// places alone (a single user).
+	Machine machine.Arbiter
 }
 
 // GroupTracker learns which process group belongs to which attempt.

@@ -67,7 +67,11 @@ test: deps
 	scripts/phase.sh "all packages" $(GO) test -count=1 $$rest && \
 	{ [ -z "$$race" ] || scripts/phase.sh "race detector: $$race" $(GO) test -race -count=1 $$race; } && \
 	scripts/phase.sh "short soak, local stages (the owner killed 30 times while runs go on)" scripts/soak.sh $(SOAK_SHORT) && \
-	scripts/phase.sh "short soak, stages in Docker containers" scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER)
+	scripts/phase.sh "short soak, stages in Docker containers" scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER) && \
+	if [ "$$(id -u)" = 0 ]; then \
+		scripts/phase.sh "two users on one machine (the machine service and both engines killed $(MACHINE_KILLS) times)" \
+			scripts/machine-soak.sh --kills $(MACHINE_KILLS); \
+	else echo "make test: the two-user soak needs root (it creates two users): skipped"; fi
 
 # The soak: `niuma engine` killed with SIGKILL at random moments while runs
 # go on, restarted each time; then SQL checks that nothing was lost and
@@ -75,6 +79,7 @@ test: deps
 # SOAK=... changes the long run's arguments, e.g. SOAK="--executor docker".
 SOAK_SHORT ?= --runs 24 --kills 30 --min-steps 200 --max-steps 600
 SOAK_SHORT_DOCKER ?= --runs 16 --kills 30 --min-steps 200 --max-steps 600
+MACHINE_KILLS ?= 60
 SOAK       ?= --runs 320 --kills 300 --min-steps 200 --max-steps 2000
 soak:
 	scripts/soak.sh $(SOAK)

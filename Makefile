@@ -67,11 +67,7 @@ test: deps
 	scripts/phase.sh "all packages" $(GO) test -count=1 $$rest && \
 	{ [ -z "$$race" ] || scripts/phase.sh "race detector: $$race" $(GO) test -race -count=1 $$race; } && \
 	scripts/phase.sh "short soak, local stages (the owner killed 30 times while runs go on)" scripts/soak.sh $(SOAK_SHORT) && \
-	scripts/phase.sh "short soak, stages in Docker containers" scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER) && \
-	if [ "$$(id -u)" = 0 ]; then \
-		scripts/phase.sh "two users on one machine (the machine service and both engines killed $(MACHINE_KILLS) times)" \
-			scripts/machine-soak.sh --kills $(MACHINE_KILLS); \
-	else echo "make test: the two-user soak needs root (it creates two users): skipped"; fi
+	scripts/phase.sh "short soak, stages in Docker containers" scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER)
 
 # The soak: `niuma engine` killed with SIGKILL at random moments while runs
 # go on, restarted each time; then SQL checks that nothing was lost and

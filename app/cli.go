@@ -59,6 +59,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = c.engineCmd(ctx, rest)
 	case "doctor":
 		err = c.doctor(ctx, rest)
+	case "serve":
+		err = c.serve(ctx, rest)
+	case "machine":
+		err = c.machineCmd(ctx, rest)
 	case "window", "gui":
 		return runWindow(stderr)
 	case "help", "-h", "--help":
@@ -192,6 +196,11 @@ Usage:
   niuma tune --curves FILE [--pruner median|asha|none] [--trials N] [--reps R] [--json]
                                 early stopping replayed on recorded learning curves
   niuma engine [--until-idle]   drive queued and running runs in the foreground
+  niuma machine [--json]        the shared machine: teams, shares, who holds and waits for
+                                which GPUs, GPU processes by user (needs the machine service)
+  niuma serve --system [--socket PATH] [--config FILE] [--db FILE]
+                                the machine service (as root): every user's Niuma places its
+                                stages through it, with the teams' fair shares (make install-system)
   niuma doctor [--repair] [--json]
                                 check the archive (integrity, run folders without runs and runs
                                 without folders, backups); --repair restores the newest good backup

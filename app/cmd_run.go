@@ -18,6 +18,7 @@ import (
 	"niuma/engine/executor/docker"
 	"niuma/engine/template"
 	"niuma/printable"
+	"niuma/storage"
 )
 
 func (c *cli) run(ctx context.Context, args []string) error {
@@ -374,6 +375,13 @@ func (c *cli) cancel(ctx context.Context, args []string) error {
 	defer s.close()
 	for _, ref := range pos {
 		id, err := s.engine.ResolveID(ctx, ref)
+		if errors.Is(err, storage.ErrNotFound) {
+			// Not this archive's: perhaps another user's, on this machine.
+			if err := c.cancelElsewhere(ctx, s.engine, ref, err); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -159,6 +159,7 @@ func open(logOut io.Writer) (*stack, error) {
 		Owners:    owners,
 		Policy:    policy,
 		Host:      host,
+		Machine:   machineArbiter(),
 	})
 	if err != nil {
 		gpus.Close()

@@ -103,6 +103,8 @@ type Engine struct {
 	// reason's new words change nothing a pass decides on, and a wide
 	// DAG's pass costs its whole queue.
 	dirty bool
+	// askedMachine is when the loop last asked the machine service.
+	askedMachine time.Time
 	// wordsEvery is how often, at least, a waiting stage's reason is
 	// written again when only its words change (see waitFor).
 	wordsEvery time.Duration
@@ -406,13 +408,24 @@ func (e *EndedError) Error() string {
 	return fmt.Sprintf("run %s has already %s", e.ID, e.State)
 }
 
+// NoRunError is ResolveID's answer for a reference that names no run of
+// this archive; it wraps storage.ErrNotFound.
+type NoRunError struct{ Ref string }
+
+func (e *NoRunError) Error() string {
+	return fmt.Sprintf("no run %q: `niuma ls` lists the runs", e.Ref)
+}
+
+// Unwrap makes errors.Is(err, storage.ErrNotFound) hold.
+func (e *NoRunError) Unwrap() error { return storage.ErrNotFound }
+
 // ResolveID turns a run ID, a unique prefix or a unique end of one into
 // the full ID.
 func (e *Engine) ResolveID(ctx context.Context, idOrPrefix string) (string, error) {
 	id, err := e.store.ResolveRunID(ctx, idOrPrefix)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return "", fmt.Errorf("no run %q: `niuma ls` lists the runs", idOrPrefix)
+		return "", &NoRunError{Ref: idOrPrefix}
 	case err != nil:
 		return "", err
 	}

@@ -359,10 +359,6 @@ func (ls *liveStage) gpusFromAttempt() []executor.GPU {
 func (e *Engine) reconcile(ctx context.Context) {
 	now := time.Now()
 	away := map[string]error{} // per executor, asked once per pass
-	type candidate struct {
-		lr *liveRun
-		ls *liveStage
-	}
 	var ready []candidate
 	var queue []shepherd.Request
 	for _, lr := range sortRuns(e.runs) {
@@ -403,7 +399,11 @@ func (e *Engine) reconcile(ctx context.Context) {
 	// queue, at most maxWordWrites times a second in all: otherwise the
 	// 10,000 waiting stages of a wide DAG are each written every second.
 	e.wordsEvery = max(reasonRefresh, time.Duration(len(queue))*time.Second/maxWordWrites)
-	if len(queue) > 0 {
+	switch {
+	case e.opts.Machine != nil:
+		// The machine service places everyone's stages together.
+		e.placeShared(ctx, ready, queue, now)
+	case len(queue) > 0:
 		// One pass of the policy over everything ready, so that priority,
 		// reservations and backfill see the whole queue at once.
 		decisions := shepherd.Schedule(e.opts.Policy, shepherd.State{
@@ -430,6 +430,12 @@ func (e *Engine) reconcile(ctx context.Context) {
 			e.complete(ctx, lr)
 		}
 	}
+}
+
+// candidate is a ready stage a pass asks the shepherd to place.
+type candidate struct {
+	lr *liveRun
+	ls *liveStage
 }
 
 // stageKey names a stage in the shepherd's queue and placements, and as
@@ -490,10 +496,15 @@ func needsMet(lr *liveRun, ls *liveStage) (ready bool, blocked string) {
 func (e *Engine) start(ctx context.Context, lr *liveRun, ls *liveStage, gpus []executor.GPU) {
 	// The attempt before this one was preempted: this one resumes it.
 	ls.place.resume = ls.attempt.State == storage.AttemptPreempted
-	if err := e.transition(ctx, lr, ls, evStart{gpus: gpus, token: newToken()}); err != nil {
+	token := ls.place.token // the machine service's lease is under it
+	if token == "" {
+		token = newToken()
+	}
+	if err := e.transition(ctx, lr, ls, evStart{gpus: gpus, token: token}); err != nil {
 		ls.notBefore = time.Now().Add(time.Second)
 		return
 	}
+	ls.place.token, ls.place.grace = "", 0
 	ls.handle, ls.stop = nil, false
 	e.hold(lr, ls, gpus)
 	e.launchAttempt(ctx, lr, ls, gpus)
@@ -504,9 +515,13 @@ func (e *Engine) launchAttempt(ctx context.Context, lr *liveRun, ls *liveStage, 
 	job := e.job(lr, ls, gpus)
 	x := e.execs[lr.run.Executor]
 	timeout := ls.st.TimeoutSec
+	claim := e.claimOf(lr, ls)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
+		if claim != nil && !e.claim(ctx, *claim, job) {
+			return
+		}
 		e.launch(ctx, x, job, timeout)
 	}()
 }
@@ -675,6 +690,9 @@ func (e *Engine) stopAttempt(ls *liveStage) {
 	}
 	ls.stop = true
 	h, grace := ls.handle, e.opts.StopGrace
+	if ls.place.grace > 0 {
+		grace = ls.place.grace // the machine service's, for a reclaim
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
 		defer cancel()
@@ -779,8 +797,12 @@ func (e *Engine) hold(lr *liveRun, ls *liveStage, gpus []executor.GPU) {
 	}
 }
 
-// letGo is the end of hold.
+// letGo is the end of hold: the attempt's lease at the machine service
+// is given up too.
 func (e *Engine) letGo(lr *liveRun, ls *liveStage) {
+	if ls.place.held != nil {
+		e.release(ls.attempt.Token)
+	}
 	if a, ok := e.opts.GPUs.(gpumon.Assigner); ok {
 		for _, g := range ls.gpus {
 			a.Release(g.UUID, stageKey(lr, ls))

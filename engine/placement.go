@@ -19,6 +19,13 @@ type placement struct {
 	// reasonSaved is when its wait reason was last written (see
 	// reasonRefresh).
 	reasonSaved time.Time
+	// token is the token its next attempt will carry, chosen when it first
+	// asks the machine service to place it (the key of its lease there);
+	// kept until the attempt is recorded, so asking again is idempotent.
+	token string
+	// grace is the stop's grace the machine service asked for with a
+	// reclaim (0: the engine's own).
+	grace time.Duration
 }
 
 // reasonRefresh is how often a waiting stage's reason is written again when

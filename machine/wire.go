@@ -91,6 +91,9 @@ type Answer struct {
 type Reclaim struct {
 	Token string
 	Why   string // "team vision wants its share back (2 of 2 GPUs)"
+	// Grace is how long the attempt has between SIGTERM and SIGKILL (the
+	// service's setting); 0: the engine's own.
+	Grace time.Duration
 }
 
 // CancelOrder is an admin's cancel of a run.
@@ -138,83 +141,89 @@ func Unreachable(socket string, err error) error {
 // for what, by user and run name, never a run's parameters, logs or
 // metrics.
 type Status struct {
-	Since    time.Time // when the service started
-	HalfLife time.Duration
-	Policy   string
-	Admins   []string
-	GPUs     []GPU
-	Teams    []Team
-	Leases   []Lease
-	Queue    []Waiting
+	User     string        `json:"user"`  // the asking user, as the service knows them
+	Team     string        `json:"team"`  // their team ("" where no team lists them)
+	Admin    bool          `json:"admin"` // the asking user may cancel any run
+	Since    time.Time     `json:"since"` // when the service started
+	HalfLife time.Duration `json:"half_life_ns"`
+	Policy   string        `json:"policy"`
+	Admins   []string      `json:"admins,omitempty"`
+	GPUs     []GPU         `json:"gpus,omitempty"`
+	// Simulated: the service's GPUs are simulated (NIUMA_SIMULATE_GPUS),
+	// and so are the processes it lists (one per lease).
+	Simulated bool      `json:"simulated"`
+	Teams     []Team    `json:"teams,omitempty"`
+	Leases    []Lease   `json:"leases,omitempty"`
+	Queue     []Waiting `json:"queue,omitempty"`
 	// Processes is every process on a GPU, with its user.
-	Processes []Process
+	Processes []Process `json:"processes,omitempty"`
 }
 
 // GPU is one placeable device of the machine.
 type GPU struct {
-	Index    int
-	UUID     string
-	Name     string
-	TotalMiB int64
-	UsedMiB  int64
+	Index    int    `json:"index"`
+	UUID     string `json:"uuid"`
+	Name     string `json:"name"`
+	TotalMiB int64  `json:"total_mib"`
+	UsedMiB  int64  `json:"used_mib"`
 }
 
 // Team is one team's part of the machine now.
 type Team struct {
-	Name        string
-	Members     []string // user names (from the settings or the Unix group)
-	Nominal     float64  // GPUs owed to it
-	BorrowLimit float64  // shepherd.NoLimit: none
-	LendLimit   float64  // shepherd.NoLimit: none
-	Held        float64  // GPUs its runs hold
-	Borrowed    float64  // of those, beyond its share
+	Name        string   `json:"name"`
+	Members     []string `json:"members,omitempty"` // user names (from the settings or the Unix group)
+	Nominal     float64  `json:"nominal"`           // GPUs owed to it
+	BorrowLimit float64  `json:"borrow_limit"`      // shepherd.NoLimit: none
+	LendLimit   float64  `json:"lend_limit"`        // shepherd.NoLimit: none
+	Held        float64  `json:"held"`              // GPUs its runs hold
+	Borrowed    float64  `json:"borrowed"`          // of those, beyond its share
 	// LentTo is, per borrowing team, how many of this team's idle GPUs it
 	// holds; BorrowedFrom the reverse.
-	LentTo       map[string]float64
-	BorrowedFrom map[string]float64
-	Usage        float64 // decayed GPU-hours
-	FairShare    float64 // Slurm's fair-share factor, 0..1 (1: used least against its share)
+	LentTo       map[string]float64 `json:"lent_to,omitempty"`
+	BorrowedFrom map[string]float64 `json:"borrowed_from,omitempty"`
+	Usage        float64            `json:"usage"`      // decayed GPU-hours
+	FairShare    float64            `json:"fair_share"` // Slurm's fair-share factor, 0..1 (1: used least against its share)
 	// Reclaimable are the leases (tokens) that would be preempted first
 	// should this team's lenders want their GPUs back.
-	Reclaimable []string
+	Reclaimable []string `json:"reclaimable,omitempty"`
 }
 
 // Lease is a stage's hold on GPUs, CPUs and memory.
 type Lease struct {
-	Token    string
-	User     string
-	Team     string
-	Run      string
-	RunName  string
-	Stage    string
-	GPUs     []string // UUIDs
-	Indices  []int    // the GPUs' indices, as the board shows them
-	CPUMilli int64
-	MemMiB   int64
-	Since    time.Time
-	Borrowed bool   // beyond its team's share: preemptible
-	Reclaim  string // non-empty while the machine wants it back: why
-	Live     bool   // its holder's connection is open or its processes run
+	Token    string    `json:"token"`
+	User     string    `json:"user"`
+	Team     string    `json:"team"`
+	Run      string    `json:"run"`
+	RunName  string    `json:"run_name"`
+	Stage    string    `json:"stage"`
+	GPUs     []string  `json:"gpus,omitempty"`    // UUIDs
+	Indices  []int     `json:"indices,omitempty"` // the GPUs' indices, as the board shows them
+	CPUMilli int64     `json:"cpu_milli"`
+	MemMiB   int64     `json:"mem_mib"`
+	Since    time.Time `json:"since"`
+	Borrowed bool      `json:"borrowed"` // beyond its team's share: preemptible
+	Reclaim  string    `json:"reclaim"`  // non-empty while the machine wants it back: why
+	Live     bool      `json:"live"`     // its holder named it lately
 }
 
 // Waiting is a queued stage of some user.
 type Waiting struct {
-	User    string
-	Team    string
-	Run     string
-	RunName string
-	Stage   string
-	GPUs    int
-	Since   time.Time
-	Code    shepherd.ReasonCode
-	Reason  string
+	User    string              `json:"user"`
+	Team    string              `json:"team"`
+	Run     string              `json:"run"`
+	RunName string              `json:"run_name"`
+	Stage   string              `json:"stage"`
+	GPUs    int                 `json:"gpus"`
+	Since   time.Time           `json:"since"`
+	Code    shepherd.ReasonCode `json:"code"`
+	Reason  string              `json:"reason"`
 }
 
 // Process is a process on a GPU.
 type Process struct {
-	GPU    string // UUID
-	PID    int
-	User   string // "" when it could not be told
-	MemMiB int64
-	Run    string // the run it belongs to, when it is a lease's
+	GPU    string `json:"gpu"` // UUID
+	PID    int    `json:"pid"`
+	User   string `json:"user"` // "" when it could not be told
+	MemMiB int64  `json:"mem_mib"`
+	Run    string `json:"run"` // the run it belongs to, when it is a lease's
 }

@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "machine-soak.sh: needs root (it creates two users and runs their Niuma)" >&2; exit 2; }
-for c in sqlite3 python3 useradd runuser; do
+for c in sqlite3 python3 useradd runuser setpriv; do
 	command -v "$c" >/dev/null || { echo "machine-soak.sh: needs the $c command" >&2; exit 2; }
 done
 
@@ -118,7 +118,17 @@ trap cleanup EXIT
 as() { # as USER niuma-args...: the user's Niuma, with its own data directory
 	local u=$1
 	shift
-	runuser -u "$u" -- env NIUMA_HOME="$work/home-$u" NIUMA_MACHINE_SOCKET="$sock" \
+	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- env HOME="$work/home-$u" USER="$u" \
+		NIUMA_HOME="$work/home-$u" NIUMA_MACHINE_SOCKET="$sock" \
+		NIUMA_SIMULATE_GPUS="$NIUMA_SIMULATE_GPUS" NIUMA_BACKGROUND_ENGINE=off "$bin" "$@"
+}
+as_exec() { # as, replacing the (background) subshell: $! is niuma's own PID,
+	# so that kill -9 kills the engine itself (setpriv and env exec too;
+	# runuser would fork and wait, and only it would be killed)
+	local u=$1
+	shift
+	exec setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- env HOME="$work/home-$u" USER="$u" \
+		NIUMA_HOME="$work/home-$u" NIUMA_MACHINE_SOCKET="$sock" \
 		NIUMA_SIMULATE_GPUS="$NIUMA_SIMULATE_GPUS" NIUMA_BACKGROUND_ENGINE=off "$bin" "$@"
 }
 start_service() {
@@ -126,7 +136,7 @@ start_service() {
 	service_pid=$!
 }
 start_engine() { # start_engine USER: sets engine_a or engine_b
-	as "$1" engine >>"$work/engine-$1.log" 2>&1 &
+	as_exec "$1" engine >>"$work/engine-$1.log" 2>&1 &
 	if [ "$1" = $ua ]; then engine_a=$!; else engine_b=$!; fi
 }
 submit() { # submit USER K STEPS WAVE
@@ -175,7 +185,7 @@ elif ! grep -q "$ua" "$refusal"; then
 	cat "$refusal" >&2
 	fail=1
 fi
-echo "machine-soak: B's cancel of A's run said: $(head -1 "$refusal")"
+echo "machine-soak: B's cancel of A's run said: $(grep -m1 '^niuma:' "$refusal")"
 idle() { [ "$(unfinished $ua)$(unfinished $ub)" = 00 ]; }
 waitfor 120 "the first runs to end" idle
 
@@ -200,9 +210,9 @@ while [ "$killed" -lt "$kills" ] || [ "$sa" -lt "$runs" ] || [ "$sb" -lt "$runs"
 done
 # Both engines drive what is left to the end; the service stays.
 for p in $engine_a $engine_b; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-as $ua engine --until-idle >>"$work/engine-$ua.log" 2>&1 &
+as_exec $ua engine --until-idle >>"$work/engine-$ua.log" 2>&1 &
 engine_a=$!
-as $ub engine --until-idle >>"$work/engine-$ub.log" 2>&1 &
+as_exec $ub engine --until-idle >>"$work/engine-$ub.log" 2>&1 &
 engine_b=$!
 deadline=$(($(date +%s) + 300))
 while kill -0 "$engine_a" 2>/dev/null || kill -0 "$engine_b" 2>/dev/null; do

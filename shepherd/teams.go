@@ -185,18 +185,33 @@ func (s *sharing) equivRunning(r *Running) float64 { return float64(len(r.GPUs))
 
 func (s *sharing) equivRequest(r *Request) float64 { return float64(r.GPUs) }
 
-// fairLevels sets each team's fair-share level from its decayed usage
-// against its share: F = 2^(−U/S), U and S normalised over the teams
-// (Slurm's classic fair-share factor), cut into fairLevels levels.
+// fairLevels sets each team's fair-share level from its factor
+// (FairShare), cut into fairLevels levels.
 func (s *sharing) fairLevels(usage map[string]float64) {
-	var uSum, sSum float64
 	names := sortedNames(s.teams)
-	for _, n := range names {
-		uSum += usage[n]
-		sSum += s.teams[n].Nominal
+	teams := make([]Team, len(names))
+	for i, n := range names {
+		teams[i] = s.teams[n].Team
 	}
+	f := FairShare(teams, usage)
 	for _, n := range names {
-		t := s.teams[n]
+		s.teams[n].fair = min(fairLevels-1, int(f[n]*fairLevels))
+	}
+}
+
+// FairShare is each team's fair-share factor from its decayed usage
+// against its share: F = 2^(−U/S), U and S normalised over the teams
+// (Slurm's classic factor): 1 for a team that used nothing, 0.5 for one
+// that used exactly its share, towards 0 the more it used beyond it; a
+// team without a share that used anything is at 0.
+func FairShare(teams []Team, usage map[string]float64) map[string]float64 {
+	var uSum, sSum float64
+	for _, t := range teams {
+		uSum += usage[t.Name]
+		sSum += t.Nominal
+	}
+	out := make(map[string]float64, len(teams))
+	for _, t := range teams {
 		f := 1.0
 		if uSum > 0 {
 			share := 0.0
@@ -211,8 +226,9 @@ func (s *sharing) fairLevels(usage map[string]float64) {
 				f = 0
 			}
 		}
-		t.fair = min(fairLevels-1, int(f*fairLevels))
+		out[t.Name] = f
 	}
+	return out
 }
 
 // lent is what all teams hold beyond their Nominal: the GPUs lent.

@@ -120,12 +120,20 @@ func NewV1(mounts map[string]string, base string) (*Tree, error) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create cgroup %s: %w", d, err)
 		}
+		// Another user (root) may have made it: an attempt's group could
+		// not be made in it.
+		if err := syscall.Access(d, accessWrite); err != nil {
+			return nil, fmt.Errorf("cgroup %s is not this user's to make groups in (%v): run niuma as root for a cgroup per attempt", d, err)
+		}
 	}
 	_, t.memory = t.mounts["memory"]
 	_, t.cpu = t.mounts["cpu"]
 	_, t.freeze = t.mounts["freezer"]
 	return t, nil
 }
+
+// accessWrite is access(2)'s W_OK.
+const accessWrite = 2
 
 func cleanBase(base string) (string, error) {
 	b := filepath.Clean(strings.Trim(base, "/"))

@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"niuma/metrics"
 )
 
 // The sentinel's run corpus (sentinel/testdata/runs: real PyTorch runs,
@@ -258,6 +262,102 @@ func TestSentinelHealthyRunsAsCSVRaiseNothing(t *testing.T) {
 		Anomalies []shownAnomaly `json:"anomalies"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	assert.Empty(t, shown.Anomalies)
+}
+
+// tbScalar is one TFRecord of an event file holding one scalar, as
+// SummaryWriter.add_scalar writes it (simple_value, one event per call).
+func tbScalar(wall float64, step int64, tag string, v float64) []byte {
+	var val []byte
+	val = protowire.AppendTag(val, 1, protowire.BytesType)
+	val = protowire.AppendString(val, tag)
+	val = protowire.AppendTag(val, 2, protowire.Fixed32Type)
+	val = protowire.AppendFixed32(val, math.Float32bits(float32(v)))
+	var summary []byte
+	summary = protowire.AppendTag(summary, 1, protowire.BytesType)
+	summary = protowire.AppendBytes(summary, val)
+	var ev []byte
+	ev = protowire.AppendTag(ev, 1, protowire.Fixed64Type)
+	ev = protowire.AppendFixed64(ev, math.Float64bits(wall))
+	ev = protowire.AppendTag(ev, 2, protowire.VarintType)
+	ev = protowire.AppendVarint(ev, uint64(step))
+	ev = protowire.AppendTag(ev, 5, protowire.BytesType)
+	ev = protowire.AppendBytes(ev, summary)
+	return metrics.AppendTFRecord(nil, ev)
+}
+
+// The corpus' healthy runs once more, as a training loop that calls
+// SummaryWriter.add_scalar for each value writes them (an event file under
+// runs/NAME/ in the stage folder, one event per scalar, read by the
+// engine's TensorBoard follower): the sentinel raises nothing on them.
+// (This machine's Debian has no tensorboard package, so no event file
+// written by PyTorch's own writer is in the tree; the wire format is the
+// one the metric readers test with.)
+func TestSentinelHealthyRunsAsTensorBoardRaiseNothing(t *testing.T) {
+	tempHome(t)
+	dir, err := filepath.Abs(filepath.Join("..", "sentinel", "testdata", "runs"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	require.NoError(t, err)
+	var runs []corpusRun
+	require.NoError(t, json.Unmarshal(b, &runs))
+	keys := []string{"loss", "val_loss", "val_acc", "grad_norm", "lr"}
+	tmp := t.TempDir()
+	var y strings.Builder
+	y.WriteString("name: sentinel-tensorboard\nobjective: {metric: loss, goal: min}\nstages:\n")
+	n := 0
+	for _, r := range runs {
+		if r.Label != "healthy" {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, r.Name+".jsonl"))
+		require.NoError(t, err)
+		// The file_version event every writer starts with.
+		var ev []byte
+		ev = protowire.AppendTag(ev, 1, protowire.Fixed64Type)
+		ev = protowire.AppendFixed64(ev, math.Float64bits(1.7e9))
+		ev = protowire.AppendTag(ev, 3, protowire.BytesType)
+		ev = protowire.AppendString(ev, "brain.Event:2")
+		file := metrics.AppendTFRecord(nil, ev)
+		points := 0
+		for i, line := range strings.Split(strings.TrimSpace(string(src)), "\n") {
+			var m map[string]float64
+			require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+			for _, k := range keys {
+				if v, ok := m[k]; ok { // a regression has no accuracy
+					file = append(file, tbScalar(1.7e9+float64(i), int64(m["step"]), k, v)...)
+				}
+			}
+			points++
+		}
+		require.Greater(t, points, 30)
+		path := filepath.Join(tmp, r.Name+".tfevents")
+		require.NoError(t, os.WriteFile(path, file, 0o644))
+		fmt.Fprintf(&y, "  - name: h%02d\n    command: [sh, -c, 'mkdir -p \"$0/runs/x\" && "+
+			"cp \"$1\" \"$0/runs/x/events.out.tfevents.1700000000.host.1.0\"', \"${stage_dir}\", %q]\n", n, path)
+		n++
+	}
+	require.GreaterOrEqual(t, n, 20)
+	code, out, errOut := niuma(t, "run", writeTemplate(t, y.String()), "--wait")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	s := showJSONOf(t, runID(t, out))
+	read := 0
+	for _, m := range s.Metrics {
+		if m.Key == "loss" {
+			read++
+			assert.Greater(t, m.Points, 30, "%s: the event file's loss was read", m.Stage)
+		}
+	}
+	assert.Equal(t, n, read, "every stage's event file was read")
+	code, out, errOut = niuma(t, "show", runID(t, out), "--json")
+	require.Equal(t, 0, code, errOut)
+	var shown struct {
+		Anomalies []shownAnomaly `json:"anomalies"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	for _, a := range shown.Anomalies {
+		t.Logf("%s: %s: %s", a.Stage, a.Kind, a.Message)
+	}
 	assert.Empty(t, shown.Anomalies)
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"niuma/metrics"
 )
 
 // The sentinel's run corpus (sentinel/testdata/runs: real PyTorch runs,
@@ -72,8 +76,15 @@ func (a shownAnomaly) point(t *testing.T) int {
 }
 
 // corpusFigures are the test half's figures sentinel's TestRuns records
-// (docs/BENCHMARKS.md): the engine path must reach them too.
-var corpusFigures = struct{ precision, recall, firstRight float64 }{1, 1, 1}
+// (docs/BENCHMARKS.md), overall and per label (precision, recall): the
+// engine path must reach them too, and never less than the acceptance line
+// (0.9).
+var corpusFigures = struct {
+	precision, recall, firstRight float64
+	perKind                       map[string][2]float64
+}{1, 1, 1, map[string][2]float64{
+	"nan": {1, 1}, "loss_spike": {1, 1}, "divergence": {1, 1}, "no_progress": {1, 1},
+}}
 
 func TestSentinelRunCorpusThroughTheEngine(t *testing.T) {
 	tempHome(t)
@@ -100,7 +111,8 @@ func TestSentinelRunCorpusThroughTheEngine(t *testing.T) {
 
 	for _, split := range []string{"tune", "test"} {
 		var tp, fp, faulty, found, flagged, firstRight, healthyFlags int
-		perKind := map[string][2]int{} // label -> cases, found
+		perKind := map[string][2]int{}                       // label -> cases, found
+		tpKind, fpKind := map[string]int{}, map[string]int{} // by the flag's kind
 		for i, r := range runs {
 			if r.Split != split {
 				continue
@@ -110,8 +122,11 @@ func TestSentinelRunCorpusThroughTheEngine(t *testing.T) {
 				assert.NotEmpty(t, a.Fix, "%s: %s has a fix", r.Name, a.Kind)
 			}
 			if r.Label == "healthy" {
+				// A flag on a healthy run is a false alarm, as in TestRuns.
 				healthyFlags += len(as)
+				fp += len(as)
 				for _, a := range as {
+					fpKind[a.Kind]++
 					t.Logf("%s: %s (healthy): %s: %s", split, r.Name, a.Kind, a.Message)
 				}
 				continue
@@ -126,11 +141,13 @@ func TestSentinelRunCorpusThroughTheEngine(t *testing.T) {
 				switch {
 				case r.right(a.Kind) && p >= r.Onset:
 					tp++
+					tpKind[a.Kind]++
 					hit = true
 				case slices.Contains(r.Tolerate, a.Kind):
 					continue
 				default:
 					fp++
+					fpKind[a.Kind]++
 					t.Logf("%s: %s: %s at point %d (label %s from %d)", split, r.Name, a.Kind, p, r.Label, r.Onset)
 				}
 				named = append(named, a)
@@ -160,13 +177,21 @@ func TestSentinelRunCorpusThroughTheEngine(t *testing.T) {
 		if split != "test" {
 			continue
 		}
-		assert.GreaterOrEqual(t, precision, corpusFigures.precision, "precision")
-		assert.GreaterOrEqual(t, recall, corpusFigures.recall, "recall")
-		assert.GreaterOrEqual(t, fr, corpusFigures.firstRight, "first kind right")
-		for label, k := range perKind {
-			if k[0] >= 5 {
-				assert.GreaterOrEqual(t, float64(k[1])/float64(k[0]), 0.9, "%s: %d of %d found", label, k[1], k[0])
+		assert.GreaterOrEqual(t, precision, max(0.9, corpusFigures.precision), "precision")
+		assert.GreaterOrEqual(t, recall, max(0.9, corpusFigures.recall), "recall")
+		assert.GreaterOrEqual(t, fr, max(0.9, corpusFigures.firstRight), "first kind right")
+		for label, want := range corpusFigures.perKind {
+			k := perKind[label]
+			if !assert.GreaterOrEqual(t, k[0], 5, "%s: runs in the test half", label) {
+				continue
 			}
+			kp := 1.0 // no flag of the kind: nothing to get wrong, as in TestRuns
+			if n := tpKind[label] + fpKind[label]; n > 0 {
+				kp = float64(tpKind[label]) / float64(n)
+			}
+			assert.GreaterOrEqual(t, kp, max(0.9, want[0]), "%s: precision (%d right flags, %d wrong)", label,
+				tpKind[label], fpKind[label])
+			assert.GreaterOrEqual(t, float64(k[1])/float64(k[0]), max(0.9, want[1]), "%s: %d of %d found", label, k[1], k[0])
 		}
 		assert.Zero(t, healthyFlags, "flags on healthy runs")
 	}
@@ -237,6 +262,102 @@ func TestSentinelHealthyRunsAsCSVRaiseNothing(t *testing.T) {
 		Anomalies []shownAnomaly `json:"anomalies"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	assert.Empty(t, shown.Anomalies)
+}
+
+// tbScalar is one TFRecord of an event file holding one scalar, as
+// SummaryWriter.add_scalar writes it (simple_value, one event per call).
+func tbScalar(wall float64, step int64, tag string, v float64) []byte {
+	var val []byte
+	val = protowire.AppendTag(val, 1, protowire.BytesType)
+	val = protowire.AppendString(val, tag)
+	val = protowire.AppendTag(val, 2, protowire.Fixed32Type)
+	val = protowire.AppendFixed32(val, math.Float32bits(float32(v)))
+	var summary []byte
+	summary = protowire.AppendTag(summary, 1, protowire.BytesType)
+	summary = protowire.AppendBytes(summary, val)
+	var ev []byte
+	ev = protowire.AppendTag(ev, 1, protowire.Fixed64Type)
+	ev = protowire.AppendFixed64(ev, math.Float64bits(wall))
+	ev = protowire.AppendTag(ev, 2, protowire.VarintType)
+	ev = protowire.AppendVarint(ev, uint64(step))
+	ev = protowire.AppendTag(ev, 5, protowire.BytesType)
+	ev = protowire.AppendBytes(ev, summary)
+	return metrics.AppendTFRecord(nil, ev)
+}
+
+// The corpus' healthy runs once more, as a training loop that calls
+// SummaryWriter.add_scalar for each value writes them (an event file under
+// runs/NAME/ in the stage folder, one event per scalar, read by the
+// engine's TensorBoard follower): the sentinel raises nothing on them.
+// (This machine's Debian has no tensorboard package, so no event file
+// written by PyTorch's own writer is in the tree; the wire format is the
+// one the metric readers test with.)
+func TestSentinelHealthyRunsAsTensorBoardRaiseNothing(t *testing.T) {
+	tempHome(t)
+	dir, err := filepath.Abs(filepath.Join("..", "sentinel", "testdata", "runs"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	require.NoError(t, err)
+	var runs []corpusRun
+	require.NoError(t, json.Unmarshal(b, &runs))
+	keys := []string{"loss", "val_loss", "val_acc", "grad_norm", "lr"}
+	tmp := t.TempDir()
+	var y strings.Builder
+	y.WriteString("name: sentinel-tensorboard\nobjective: {metric: loss, goal: min}\nstages:\n")
+	n := 0
+	for _, r := range runs {
+		if r.Label != "healthy" {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, r.Name+".jsonl"))
+		require.NoError(t, err)
+		// The file_version event every writer starts with.
+		var ev []byte
+		ev = protowire.AppendTag(ev, 1, protowire.Fixed64Type)
+		ev = protowire.AppendFixed64(ev, math.Float64bits(1.7e9))
+		ev = protowire.AppendTag(ev, 3, protowire.BytesType)
+		ev = protowire.AppendString(ev, "brain.Event:2")
+		file := metrics.AppendTFRecord(nil, ev)
+		points := 0
+		for i, line := range strings.Split(strings.TrimSpace(string(src)), "\n") {
+			var m map[string]float64
+			require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+			for _, k := range keys {
+				if v, ok := m[k]; ok { // a regression has no accuracy
+					file = append(file, tbScalar(1.7e9+float64(i), int64(m["step"]), k, v)...)
+				}
+			}
+			points++
+		}
+		require.Greater(t, points, 30)
+		path := filepath.Join(tmp, r.Name+".tfevents")
+		require.NoError(t, os.WriteFile(path, file, 0o644))
+		fmt.Fprintf(&y, "  - name: h%02d\n    command: [sh, -c, 'mkdir -p \"$0/runs/x\" && "+
+			"cp \"$1\" \"$0/runs/x/events.out.tfevents.1700000000.host.1.0\"', \"${stage_dir}\", %q]\n", n, path)
+		n++
+	}
+	require.GreaterOrEqual(t, n, 20)
+	code, out, errOut := niuma(t, "run", writeTemplate(t, y.String()), "--wait")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	s := showJSONOf(t, runID(t, out))
+	read := 0
+	for _, m := range s.Metrics {
+		if m.Key == "loss" {
+			read++
+			assert.Greater(t, m.Points, 30, "%s: the event file's loss was read", m.Stage)
+		}
+	}
+	assert.Equal(t, n, read, "every stage's event file was read")
+	code, out, errOut = niuma(t, "show", runID(t, out), "--json")
+	require.Equal(t, 0, code, errOut)
+	var shown struct {
+		Anomalies []shownAnomaly `json:"anomalies"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	for _, a := range shown.Anomalies {
+		t.Logf("%s: %s: %s", a.Stage, a.Kind, a.Message)
+	}
 	assert.Empty(t, shown.Anomalies)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -129,5 +130,37 @@ func TestCorpusWithNoConfiguration(t *testing.T) {
 			assert.Equal(t, cs.Series, got, "series of %s (%s)", cs.Name, cs.Library)
 			assert.Equal(t, cs.Detected, read, "how %s was read", cs.Name)
 		})
+	}
+}
+
+// The corpus' NumPy 2 repr case value by value: tensor(...) with a device
+// and grad_fn, np.float32/np.float64/np.int64 scalars, and nan, inf and
+// -inf, bare and inside np.float…(), each at the dict's own step.
+func TestCorpusPythonReprValues(t *testing.T) {
+	r := newCollectRig(t)
+	b, err := os.ReadFile("testdata/formats/numpy2_repr/stdout")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(r.stdout, b, 0o644))
+	require.NoError(t, os.WriteFile(r.stderr, nil, 0o644))
+	r.collect()
+	inf, nan := math.Inf(1), math.NaN()
+	want := map[string][]float64{
+		"loss":      {2.3026, 1.9041, nan, 1.2, 0.9812},
+		"acc":       {0.125, 0.3125, nan, 0.5625, 0.6875},
+		"grad_norm": {1.5, inf, -inf, nan, inf},
+		"lr":        {0.1, 0.1, 0.05, 0.05, 0.025},
+		"seen":      {640, 1280, 1920, 2560, 3200},
+	}
+	for key, vals := range want {
+		pts := r.series(key)
+		require.Len(t, pts, len(vals), key)
+		for i, p := range pts {
+			assert.Equal(t, int64(10*(i+1)), p.Step, "%s point %d", key, i)
+			if math.IsNaN(vals[i]) {
+				assert.True(t, math.IsNaN(p.Value), "%s at step %d: %v, want NaN", key, p.Step, p.Value)
+			} else {
+				assert.Equal(t, vals[i], p.Value, "%s at step %d", key, p.Step)
+			}
+		}
 	}
 }

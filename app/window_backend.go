@@ -33,8 +33,8 @@ type windowBackend struct {
 }
 
 // ProcessMode says how local attempts' processes are found, limited and
-// ended: by a cgroup per attempt, or by the token scan (the board's
-// process table shows it).
+// ended: by a cgroup per attempt, or by the token scan (the board shows
+// it under the GPUs, with or without any).
 func (b windowBackend) ProcessMode() string { return b.processes }
 
 // LaunchStudy stores a study as `niuma tune TEMPLATE` does with the

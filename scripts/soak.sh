@@ -22,6 +22,9 @@
 #   attempt (none fails; only an owner's death could cost one); each run's steps are exactly
 #   0..N-1 with no duplicate and no gap; PRAGMA integrity_check is ok; no
 #   process (or container) of the soak is left; no run folder without a run.
+#   Where `niuma doctor` says local attempts run in cgroups (as root, unless
+#   NIUMA_CGROUPS=off), every local stage process started in its attempt's
+#   cgroup (niuma/<token>) and no attempt's cgroup is left.
 # It prints one line of counts and exits non-zero when any check fails.
 set -euo pipefail
 
@@ -57,7 +60,8 @@ cleanup() {
 trap cleanup EXIT
 
 # The stage: its pid and start time (/proc/PID/stat field 22) as it starts
-# and as it ends, then one metric line per step.
+# (with 1 when it is in a niuma/ cgroup, else 0) and as it ends, then one
+# metric line per step.
 image_lines=""
 if [ "$exec_name" = docker ]; then
 	image=niuma-soak:latest
@@ -84,7 +88,8 @@ mkdir -p "$tmpl"
 cat >"$tmpl/stage.sh" <<'EOF'
 n=$1
 read -r s < /proc/$$/stat; s=${s##*) }; set -- $s; st=${20}
-echo "start $$ $st" >> "$NIUMA_RUN_DIR/train.pids"
+cg=0; grep -q '/niuma/' /proc/$$/cgroup 2>/dev/null && cg=1
+echo "start $$ $st $cg" >> "$NIUMA_RUN_DIR/train.pids"
 i=0
 while [ $i -lt $n ]; do echo "{\"step\": $i, \"loss\": $i}"; i=$((i+1)); sleep 0.02; done
 echo "end $$ $st" >> "$NIUMA_RUN_DIR/train.pids"
@@ -199,11 +204,13 @@ retried=$(sql "SELECT count(*) FROM stages WHERE attempts > 1")
 # of one stage alive together (each start is followed by its own end). No
 # stage here ever fails, so a second process of a stage is a stage run
 # twice, and a second attempt is one an owner's death cost it.
-mismatch=0 twice=0 overlap=0 starts=0
+mismatch=0 twice=0 overlap=0 starts=0 in_cgroup=0
 while IFS='|' read -r id dir counted; do
 	f=$dir/train.pids
 	n=$(grep -c '^start ' "$f" 2>/dev/null || true)
 	starts=$((starts + ${n:-0}))
+	c=$(grep -c '^start .* 1$' "$f" 2>/dev/null || true)
+	in_cgroup=$((in_cgroup + ${c:-0}))
 	[ "$n" = "$counted" ] || mismatch=$((mismatch + 1))
 	[ "${n:-0}" -le 1 ] || twice=$((twice + 1))
 	awk '$1 == "start" { if (open != "") bad = 1; open = $2 " " $3 }
@@ -232,6 +239,25 @@ if [ "$exec_name" = docker ]; then
 fi
 [ "$stray" = 0 ] || fail=1
 
+# Cgroups: which way this machine finds a local attempt's processes (as
+# the engines did: same binary, same environment); with cgroups, every
+# local stage process was in its attempt's group, and no group is left.
+processes=token cgroups_left=0
+doctor=$("$bin" doctor --json 2>/dev/null || true)
+if [[ "$doctor" == *'"cgroups": true'* ]]; then
+	processes=cgroup
+	if [ "$exec_name" = local ]; then
+		[ "$in_cgroup" = "$starts" ] || fail=1
+		while read -r tok; do
+			[ -n "$tok" ] || continue
+			for g in /sys/fs/cgroup/niuma/"$tok" /sys/fs/cgroup/*/niuma/"$tok"; do
+				[ -d "$g" ] && cgroups_left=$((cgroups_left + 1))
+			done
+		done < <(sql "SELECT token FROM attempts")
+		[ "$cgroups_left" = 0 ] || fail=1
+	fi
+fi
+
 orphans=0
 for d in "$NIUMA_HOME"/runs/*/; do
 	[ -d "$d" ] || continue
@@ -243,7 +269,7 @@ done
 elapsed=$(($(date +%s) - started))
 status=ok
 [ "$fail" = 0 ] || status=FAILED
-echo "soak $status: executor=$exec_name runs=$total succeeded=$succeeded kills=$killed (early=$early during_submit=$during_submit) attempts=$attempts processes=$starts retried=$retried attempts_without_process=$mismatch ran_twice=$twice overlapping=$overlap points=$points bad_step_runs=$bad_steps integrity=$integrity stray=$stray orphans=$orphans seconds=$elapsed"
+echo "soak $status: executor=$exec_name runs=$total succeeded=$succeeded kills=$killed (early=$early during_submit=$during_submit) attempts=$attempts processes=$starts retried=$retried attempts_without_process=$mismatch ran_twice=$twice overlapping=$overlap points=$points bad_step_runs=$bad_steps integrity=$integrity stray=$stray orphans=$orphans process_mode=$processes in_cgroup=$in_cgroup cgroups_left=$cgroups_left seconds=$elapsed"
 if [ "$fail" != 0 ]; then
 	keep=1
 	sql "SELECT id, state, error FROM runs WHERE state <> 'succeeded' LIMIT 5" >&2

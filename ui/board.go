@@ -379,7 +379,7 @@ func NewBoard(b Backend) *Board {
 	v.recentT.TextStyle = fyne.TextStyle{Bold: true}
 	gpus := container.NewVBox(
 		container.NewHBox(title("GPUs"), layout.NewSpacer(), v.source, v.window),
-		v.cards, v.empty, v.procs.content,
+		v.cards, v.empty, v.procs.content, v.procs.mode,
 	)
 	v.gpuBox = gpus
 	v.queueBox = container.NewBorder(

@@ -83,7 +83,9 @@ type procTable struct {
 	content *fyne.Container
 	rows    *fyne.Container
 	empty   *widget.Label
-	mode    *widget.Label // how Niuma finds and limits its stages' processes
+	// mode says how Niuma finds and limits its stages' processes: apart
+	// from content, so that a machine without GPUs (no table) shows it too.
+	mode *widget.Label
 }
 
 func newProcTable() *procTable {
@@ -99,7 +101,7 @@ func newProcTable() *procTable {
 	}
 	t.content = container.NewVBox(
 		widget.NewLabelWithStyle("Processes", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		container.New(&columnsLayout{}, head...), widget.NewSeparator(), t.rows, t.empty, t.mode)
+		container.New(&columnsLayout{}, head...), widget.NewSeparator(), t.rows, t.empty)
 	t.content.Hide()
 	return t
 }

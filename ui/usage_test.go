@@ -1,7 +1,12 @@
 package ui
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
 
 	"github.com/stretchr/testify/require"
 
@@ -34,4 +39,34 @@ func TestProcessRowsShowTheStagesHostUsage(t *testing.T) {
 	require.Equal(t, "3 GiB · 1m30s CPU", rows[0].host)
 	require.Empty(t, rows[1].host)
 	require.Empty(t, processRows(snap, nil, nil)[0].host, "unknown without usage")
+}
+
+// modeBackend is a backend that says how stages' processes are found, as
+// app's window backend does.
+type modeBackend struct {
+	*fakeBackend
+	mode string
+}
+
+func (b modeBackend) ProcessMode() string { return b.mode }
+
+// The board says how the stages' processes are found and limited (a
+// cgroup per attempt, or the token scan), on a machine with GPUs and on
+// one without them, where there is no GPU process table.
+func TestBoardSaysWhichProcessModeIsInForce(t *testing.T) {
+	const mode = "cgroup v1, a group per attempt under /sys/fs/cgroup/{freezer,memory}/niuma; memory limits, freezing"
+	for name, snap := range map[string]gpumon.Snapshot{
+		"simulated GPUs": simSnapshot(t, "1xA100-80GB"),
+		"no GPU":         {Source: gpumon.SourceNone, Reason: "NVML is not available: libnvidia-ml.so.1 not found"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			newTestApp(t)
+			v := NewBoard(modeBackend{fakeBackend: &fakeBackend{snap: snap, runs: boardRuns(time.Now())}, mode: mode})
+			w := test.NewWindow(v.Content())
+			w.Resize(fyne.NewSize(1100, 700))
+			t.Cleanup(w.Close)
+			v.Reload(context.Background())
+			require.Contains(t, labelTexts(v.Content()), "Stages' processes: "+mode, "shown, not hidden")
+		})
+	}
 }

@@ -68,19 +68,35 @@ const escapeeScript = `(setsid env -i /bin/sh -c 'echo $$ > escapee.tmp; mv esca
 while [ ! -e escapee.pid ]; do :; done
 `
 
+// goneWithin is how soon after its stage's end, or a cancel, an escapee
+// is gone (the issue's bound).
+const goneWithin = time.Second
+
+// requireGoneSince fails unless pid is dead now, and now is within
+// goneWithin of since (when the stage was told to end, or cancelled).
+func requireGoneSince(t *testing.T, pid int, since time.Time, what string) {
+	t.Helper()
+	took := time.Since(since)
+	require.True(t, dead(pid), "the escapee (pid %d) outlived %s", pid, what)
+	require.LessOrEqual(t, took, goneWithin, "the escapee (pid %d) went %s after %s", pid, took, what)
+}
+
 // TestCgroupTakesTheEscapeeAtTheEnd: once its stage's command has ended,
 // a double-forked, env-clearing, setsid child is gone by the time Wait
-// returns, and the attempt's cgroup with it.
+// returns (within a second of the end), and the attempt's cgroup with it.
 func TestCgroupTakesTheEscapeeAtTheEnd(t *testing.T) {
 	for name, tr := range trees(t) {
 		t.Run(name, func(t *testing.T) {
-			job := newJob(t, "sh", "-c", escapeeScript+"exit 0")
+			job := newJob(t, "sh", "-c", escapeeScript+"while [ ! -e finish ]; do sleep 0.05; done; exit 0")
 			job.Token = "a-end-" + name
 			h := start(t, &Executor{Cgroups: tr}, job)
+			escapee := readPID(t, filepath.Join(job.RunDir, "escapee.pid"))
+			killLater(t, escapee, escapee)
+			told := time.Now()
+			require.NoError(t, os.WriteFile(filepath.Join(job.RunDir, "finish"), nil, 0o644))
 			ex := wait(t, h)
 			require.True(t, ex.Success(), ex.Describe())
-			escapee := readPID(t, filepath.Join(job.RunDir, "escapee.pid"))
-			require.True(t, dead(escapee), "the escapee (pid %d) outlived its stage", escapee)
+			requireGoneSince(t, escapee, told, "its stage's end")
 			require.False(t, tr.Group(job.Token).Exists(), "the attempt's cgroup is removed")
 			var r ref
 			require.NoError(t, json.Unmarshal([]byte(h.Ref()), &r))
@@ -98,10 +114,12 @@ func TestCgroupTakesTheEscapeeAtACancel(t *testing.T) {
 			job.Token = "a-cancel-" + name
 			h := start(t, &Executor{Cgroups: tr}, job)
 			escapee := readPID(t, filepath.Join(job.RunDir, "escapee.pid"))
+			killLater(t, escapee, escapee)
+			cancelled := time.Now()
 			require.NoError(t, h.Stop(context.Background(), 30*time.Second))
 			ex := wait(t, h)
 			require.False(t, ex.Success())
-			require.True(t, dead(escapee), "the escapee (pid %d) outlived the cancel", escapee)
+			requireGoneSince(t, escapee, cancelled, "the cancel")
 			require.False(t, tr.Group(job.Token).Exists())
 		})
 	}
@@ -172,6 +190,7 @@ func TestCgroupAdoptionAfterTheOwnerWasKilled(t *testing.T) {
 					h, err := (&Executor{Cgroups: tr}).Recover(context.Background(), job, ref)
 					require.NoError(t, err)
 					t.Cleanup(func() { reap(h) })
+					told := time.Now()
 					if how == "end" {
 						require.NoError(t, os.WriteFile(filepath.Join(job.RunDir, "finish"), nil, 0o644))
 						require.Equal(t, 3, wait(t, h).Code)
@@ -179,7 +198,7 @@ func TestCgroupAdoptionAfterTheOwnerWasKilled(t *testing.T) {
 						require.NoError(t, h.Stop(context.Background(), 30*time.Second))
 						wait(t, h)
 					}
-					require.True(t, dead(escapee), "the escapee (pid %d) outlived the attempt", escapee)
+					requireGoneSince(t, escapee, told, "the adopted attempt's "+how)
 					require.False(t, tr.Group(job.Token).Exists())
 				})
 			}

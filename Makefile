@@ -100,6 +100,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCSVRow -fuzztime=20s ./metrics/
 	$(GO) test -run='^$$' -fuzz=FuzzParseSlurmOutput -fuzztime=30s ./engine/executor/slurm/
 	$(GO) test -run='^$$' -fuzz=FuzzRead -fuzztime=30s ./tuner/tabular/
+	$(GO) test -run='^$$' -fuzz=FuzzReadMessage -fuzztime=30s ./machine/
+	$(GO) test -run='^$$' -fuzz=FuzzParseConfig -fuzztime=30s ./machine/service/
 
 # The real window under Xvfb with simulated GPUs and real demo runs, driven
 # to each main view; PNGs in docs/screenshots/ (look at them).

@@ -53,7 +53,7 @@ func (n names) Name(uid int) string { return n[uid] }
 // clock is a test's time.
 type clock struct{ t time.Time }
 
-func (c *clock) now() time.Time       { return c.t }
+func (c *clock) now() time.Time      { return c.t }
 func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
 
 var (

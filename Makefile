@@ -22,7 +22,7 @@ APT_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxran
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: deps build run test soak soak-short bench lint fuzz clean demo-image screenshots install uninstall fyne-tool
+.PHONY: deps build run test soak soak-short bench lint fuzz clean demo-image screenshots install uninstall fyne-tool install-system uninstall-system
 
 deps:
 	@command -v $(GO) >/dev/null || { echo "make deps: Go 1.26 or newer is needed (https://go.dev/dl); install it and retry"; exit 1; }
@@ -67,7 +67,11 @@ test: deps
 	scripts/phase.sh "all packages" $(GO) test -count=1 $$rest && \
 	{ [ -z "$$race" ] || scripts/phase.sh "race detector: $$race" $(GO) test -race -count=1 $$race; } && \
 	scripts/phase.sh "short soak, local stages (the owner killed 30 times while runs go on)" scripts/soak.sh $(SOAK_SHORT) && \
-	scripts/phase.sh "short soak, stages in Docker containers" scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER)
+	scripts/phase.sh "short soak, stages in Docker containers" scripts/soak.sh --executor docker $(SOAK_SHORT_DOCKER) && \
+	if [ "$$(id -u)" = 0 ]; then \
+		scripts/phase.sh "two users on one machine (the machine service and both engines killed $(MACHINE_KILLS) times)" \
+			scripts/machine-soak.sh --kills $(MACHINE_KILLS); \
+	else echo "make test: the two-user soak needs root (it creates two users): skipped; run sudo scripts/machine-soak.sh"; fi
 
 # The soak: `niuma engine` killed with SIGKILL at random moments while runs
 # go on, restarted each time; then SQL checks that nothing was lost and
@@ -180,3 +184,36 @@ demo-image:
 		-c 'ENV LANG=C.UTF-8' -c 'WORKDIR /niuma/run' \
 		-m "niuma digits-mlp demo: Debian $(DEMO_SUITE) + python3-torch + python3-sklearn" - $(DEMO_IMAGE) && \
 	echo "make demo-image: $(DEMO_IMAGE) is ready"
+
+# The machine service, for a workstation several users share: one arbiter
+# of its GPUs, CPUs and memory that every user's Niuma places its stages
+# through (docs/guide/shepherd.md, "One machine, many users"). As root: a
+# build without the window in /usr/local/lib/niuma, the settings in
+# /etc/niuma/machine.yaml (kept when present), its state in
+# /var/lib/niuma, the socket in /run/niuma, and the systemd unit
+# niuma-machine, enabled and started. `make uninstall-system` removes the
+# service and its socket (users' Niuma then place alone again) and keeps
+# the settings and the state.
+SYSTEM_LIB  := /usr/local/lib/niuma
+SYSTEM_UNIT := /etc/systemd/system/niuma-machine.service
+
+install-system:
+	@echo "make install-system: building niuma without the window for the service"
+	$(GO) build -tags nowindow -o bin/niuma-system .
+	$(SUDO) install -D -m 755 bin/niuma-system $(SYSTEM_LIB)/niuma
+	@if [ -e /etc/niuma/machine.yaml ]; then echo "make install-system: keeping /etc/niuma/machine.yaml"; \
+	else $(SUDO) install -D -m 644 assets/system/machine.yaml /etc/niuma/machine.yaml && \
+		echo "make install-system: wrote /etc/niuma/machine.yaml (no teams yet: one queue for every user; edit it to give teams shares)"; fi
+	$(SUDO) install -D -m 644 assets/system/niuma-machine.service $(SYSTEM_UNIT)
+	@if [ -d /run/systemd/system ]; then \
+		$(SUDO) systemctl daemon-reload && $(SUDO) systemctl enable --now niuma-machine && \
+		echo "make install-system: niuma-machine is running; every user's Niuma now places through /run/niuma/niuma.sock (niuma machine shows it)"; \
+	else \
+		echo "make install-system: systemd is not running here: the unit is installed but not started; start the service with"; \
+		echo "  sudo $(SYSTEM_LIB)/niuma serve --system --socket /run/niuma/niuma.sock --config /etc/niuma/machine.yaml --db /var/lib/niuma/machine.db"; \
+	fi
+
+uninstall-system:
+	@if [ -d /run/systemd/system ]; then $(SUDO) systemctl disable --now niuma-machine 2>/dev/null || true; $(SUDO) systemctl daemon-reload; fi
+	$(SUDO) rm -f $(SYSTEM_UNIT) $(SYSTEM_LIB)/niuma /run/niuma/niuma.sock
+	@echo "make uninstall-system: removed the machine service and its socket (each user's Niuma places alone again); kept /etc/niuma and /var/lib/niuma"

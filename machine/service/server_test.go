@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,4 +156,28 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// yamlKey is a settings line: a key, or a list item's first key.
+var yamlKey = regexp.MustCompile(`^\s*(- )?[a-z_]+:`)
+
+func TestTheInstalledSettingsParse(t *testing.T) {
+	c, err := LoadConfig("../../assets/system/machine.yaml")
+	require.NoError(t, err)
+	assert.Empty(t, c.Teams, "installed without teams: one queue for every user")
+	assert.Equal(t, DefaultPolicy, c.Policy)
+	// Its commented example, uncommented, is valid too.
+	b, err := os.ReadFile("../../assets/system/machine.yaml")
+	require.NoError(t, err)
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "# "); ok && yamlKey.MatchString(rest) {
+			lines = append(lines, rest)
+		}
+	}
+	c, err = ParseConfig([]byte(strings.Join(lines, "\n")))
+	require.NoError(t, err, strings.Join(lines, "\n"))
+	require.Len(t, c.Teams, 2)
+	assert.Equal(t, "vision", c.Teams[0].Group)
+	assert.Equal(t, []string{"cy", "dee"}, c.Teams[1].Users)
 }

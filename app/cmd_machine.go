@@ -95,7 +95,7 @@ func describeConfig(cfg service.Config) string {
 	}
 	admins := slices.Compact(append([]string{"root"}, cfg.Admins...))
 	return fmt.Sprintf("%s; admins %s; policy %s; fair-share half-life %s", ts, strings.Join(admins, ", "), cfg.Policy,
-		time.Duration(cfg.HalfLife))
+		machine.FormatDuration(time.Duration(cfg.HalfLife)))
 }
 
 func describeGPUs(ctx context.Context, o gpumon.Opened) string {
@@ -149,7 +149,8 @@ func writeMachine(out interface{ Write([]byte) (int, error) }, st machine.Status
 	if st.Simulated {
 		sim = " simulated"
 	}
-	fmt.Fprintf(out, "Shared machine: %d%s GPU(s), policy %s, fair-share half-life %s; %s\n", len(st.GPUs), sim, st.Policy, st.HalfLife, who)
+	fmt.Fprintf(out, "Shared machine: %d%s GPU(s), policy %s, fair-share half-life %s; %s\n", len(st.GPUs), sim, st.Policy,
+		machine.FormatDuration(st.HalfLife), who)
 	if len(st.Teams) > 0 {
 		fmt.Fprintln(out)
 		t := newTable(out, "TEAM", "SHARE", "HELD", "BORROWED", "LENT TO", "USAGE", "FAIR SHARE", "MEMBERS")

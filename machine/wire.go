@@ -227,3 +227,17 @@ type Process struct {
 	MemMiB int64  `json:"mem_mib"`
 	Run    string `json:"run"` // the run it belongs to, when it is a lease's
 }
+
+// FormatDuration writes a setting's duration as the settings file does:
+// "7d", "12h", "30s", else Go's form.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}

@@ -38,6 +38,10 @@ type boardModel struct {
 	recent      []finishedItem
 	procs       []procRow
 	counts      string // "3 running · 2 waiting"
+	// machine is who shares this machine, from the machine service
+	// (machineModel.shared false: a single user's).
+	machine machineModel
+	others  []otherRow // other users' stages on the machine and in its queue
 }
 
 // gpuCardModel is one GPU card's content.
@@ -298,7 +302,10 @@ type Board struct {
 	gpuBox      *fyne.Container // the cards, the note without GPUs, the processes
 	cardsLayout *cardsLayout
 	queueBox    *fyne.Container // the queue's heading, list and strip
-	shape       string          // what gpuBox showed last: laid out again when it changes
+	machineT    *widget.Label   // single user, or who shares the machine
+	others      *fyne.Container // other users' stages (a shared machine)
+	othersRows  *fyne.Container
+	shape       string // what gpuBox showed last: laid out again when it changes
 
 	mu      sync.Mutex // guards queue and the caches, read by list callbacks and reloads
 	queue   []queueItem
@@ -377,9 +384,17 @@ func NewBoard(b Backend) *Board {
 	v.recent = container.NewHBox()
 	v.recentT = widget.NewLabel("Recently finished")
 	v.recentT.TextStyle = fyne.TextStyle{Bold: true}
+	v.machineT = widget.NewLabel(singleUser)
+	v.machineT.Wrapping = fyne.TextWrapWord
+	v.machineT.Importance = widget.LowImportance
+	v.othersRows = container.NewVBox()
+	v.others = container.NewVBox(widget.NewLabelWithStyle("Other users' runs", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		container.New(&widthsLayout{widths: otherColumns}, boldLabels("user", "run", "name", "stage", "GPUs", "state")...),
+		widget.NewSeparator(), v.othersRows)
+	v.others.Hide()
 	gpus := container.NewVBox(
 		container.NewHBox(title("GPUs"), layout.NewSpacer(), v.source, v.window),
-		v.cards, v.empty, v.procs.content, v.procs.mode,
+		v.machineT, v.cards, v.empty, v.procs.content, v.procs.mode, v.others,
 	)
 	v.gpuBox = gpus
 	v.queueBox = container.NewBorder(
@@ -477,6 +492,11 @@ func (v *Board) read(ctx context.Context) boardModel {
 		}
 	}
 	m.procs = processRows(snap, v.ProcessInfo, usage)
+	m.machine = readMachine(ctx, v.backend)
+	if m.machine.shared && m.machine.err == nil {
+		m.procs = otherProcRows(m.machine.status, m.procs)
+		m.others = otherRows(m.machine.status)
+	}
 	if pm, ok := v.backend.(processMode); ok {
 		m.processMode = pm.ProcessMode()
 	}
@@ -590,8 +610,10 @@ func (v *Board) apply(m boardModel) {
 	}
 	v.procs.set(m.procs, len(m.cards) > 0)
 	v.procs.setMode(m.processMode)
+	v.machineT.SetText(machineLine(m.machine))
+	v.showOthers(m.others)
 	cols := v.cardsLayout.columns(max(1, len(m.cards)), v.cards.Size().Width)
-	if shape := fmt.Sprint(len(m.cards), len(m.procs), m.gpuErr != nil, cols); shape != v.shape {
+	if shape := fmt.Sprint(len(m.cards), len(m.procs), m.gpuErr != nil, cols, len(m.others)); shape != v.shape {
 		v.shape = shape
 		v.gpuBox.Refresh() // what is shown changed: lay it out again
 	}

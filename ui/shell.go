@@ -90,6 +90,7 @@ type Shell struct {
 
 	metrics *metricsSetting // nil without Options.Metrics
 	cluster *clusterView    // nil without Options.Cluster
+	teams   *teamsView      // nil on a single user's machine
 }
 
 // NewShell builds the main window's content over runs, a view built with
@@ -134,6 +135,10 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 		s.cluster.onOpen = s.OpenRun
 		s.tabs.Append(container.NewTabItemWithIcon("Cluster", theme.GridIcon(), s.cluster.content))
 	}
+	if sm, ok := b.(sharedMachine); ok && sm.Shared() {
+		s.teams = newTeamsView(func(ctx context.Context) machineModel { return readMachine(ctx, b) })
+		s.tabs.Append(container.NewTabItemWithIcon("Teams", theme.AccountIcon(), s.teams.content))
+	}
 	s.tabs.Append(container.NewTabItemWithIcon("Templates", theme.DocumentIcon(), s.templatesPage()))
 	s.tabs.Append(container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), s.settingsPage()))
 	s.tabs.SetTabLocation(container.TabLocationLeading)
@@ -144,7 +149,12 @@ func NewShell(b Backend, runs *MainView, opts Options, win fyne.Window) *Shell {
 		if s.cluster != nil {
 			s.cluster.shown.Store(t.Text == "Cluster")
 		}
+		if s.teams != nil {
+			s.teams.shown.Store(t.Text == "Teams")
+		}
 		switch t.Text {
+		case "Teams":
+			s.teams.tasks.Go(s.teams.Reload)
 		case "Templates":
 			s.loadTemplates()
 		case "Archive":
@@ -175,6 +185,9 @@ func (s *Shell) Start(ctx context.Context) {
 	}
 	if s.cluster != nil {
 		s.cluster.tasks.Follow(ctx, s.cluster.follow)
+	}
+	if s.teams != nil {
+		s.teams.tasks.Follow(ctx, s.teams.follow)
 	}
 	sub := s.backend.Subscribe(256)
 	s.tasks.Follow(ctx, func(ctx context.Context) {
@@ -220,13 +233,17 @@ func (s *Shell) Close() {
 	if s.cluster != nil {
 		s.cluster.close()
 	}
+	if s.teams != nil {
+		s.teams.close()
+	}
 	if s.wizard != nil {
 		s.wizard.tasks.Close()
 	}
 }
 
 // Show switches to a page by name: "Board", "Runs", "Archive", "Cluster"
-// (with Options.Cluster), "Templates" or "Settings".
+// (with Options.Cluster), "Teams" (on a shared machine), "Templates" or
+// "Settings".
 func (s *Shell) Show(page string) {
 	for _, t := range s.tabs.Items {
 		if t.Text == page {

@@ -40,6 +40,10 @@ type doctorReport struct {
 	Processes string `json:"processes"`
 	// Cgroups: a cgroup per attempt is in force.
 	Cgroups bool `json:"cgroups"`
+	// Machine says who places this Niuma's runs: it alone (a single
+	// user), or the machine service every user of the machine shares,
+	// and whether it answers.
+	Machine string `json:"machine"`
 }
 
 type doctorBackup struct {
@@ -90,6 +94,7 @@ func diagnose(ctx context.Context, home string, checkAll bool) (doctorReport, er
 	rep := doctorReport{Home: home, Archive: dbPath(home), KnownVersion: storage.LatestSchemaVersion()}
 	lx := localExecutor()
 	rep.Processes, rep.Cgroups = lx.Mode(), lx.Cgroups != nil
+	rep.Machine = machineMode(ctx)
 	if st, err := os.Stat(rep.Archive); err == nil {
 		rep.Size = st.Size()
 	}
@@ -231,6 +236,7 @@ func printDoctor(c *cli, rep doctorReport) {
 		fmt.Fprintf(c.out, "  %s  %s  %d bytes  %s\n", b.Time.Local().Format("2006-01-02 15:04:05"), filepath.Base(b.Path), b.Size, verdict)
 	}
 	fmt.Fprintf(c.out, "processes: %s\n", rep.Processes)
+	fmt.Fprintf(c.out, "machine:   %s\n", rep.Machine)
 	fmt.Fprintf(c.out, "advice:    %s\n", rep.Advice)
 }
 

@@ -163,3 +163,77 @@ stages:
 	require.Equal(t, 0, code)
 	require.NotContains(t, out, "paused: disk full", "the pause is over")
 }
+
+// What a local stage used of the host is stored as it runs and is there
+// after the run ended, in another command: `niuma show` gives each
+// stage's peak memory, its limit and its CPU time, `--json` the same per
+// stage, and the run's report has them.
+func TestShowAndReportGiveEachStagesHostUse(t *testing.T) {
+	lx := localExecutor()
+	if lx.Cgroups == nil || !lx.Cgroups.Features().Memory {
+		t.Skipf("no cgroup memory accounting here: %s", lx.Mode())
+	}
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl holds the memory and burns the CPU here; it is not installed")
+	}
+	tempHome(t)
+	tmpl := writeTemplate(t, `name: burner
+stages:
+  - name: train
+    memory: 256MiB
+    cpus: 1
+    command: [perl, -e, '$x = "a" x (64*1024*1024); 1 while $i++ < 2e7']
+`)
+	code, out, errOut := niuma(t, "run", tmpl, "--wait")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	id := runID(t, out)
+
+	code, out, errOut = niuma(t, "show", id, "--json")
+	require.Equal(t, 0, code, errOut)
+	var shown struct {
+		Host []struct {
+			Stage         string  `json:"stage"`
+			Attempts      []int   `json:"attempts"`
+			MemPeakBytes  int64   `json:"mem_peak_bytes"`
+			MemLimitBytes int64   `json:"mem_limit_bytes"`
+			CPUSeconds    float64 `json:"cpu_seconds"`
+			CPULimitMilli int64   `json:"cpu_limit_milli"`
+			Minutes       []any   `json:"minutes"`
+		} `json:"host_usage"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shown), out)
+	require.Len(t, shown.Host, 1, out)
+	h := shown.Host[0]
+	require.Equal(t, "train", h.Stage)
+	require.Equal(t, []int{1}, h.Attempts)
+	require.GreaterOrEqual(t, h.MemPeakBytes, int64(64<<20), "the peak holds the 64 MiB")
+	require.Equal(t, int64(256<<20), h.MemLimitBytes)
+	require.Greater(t, h.CPUSeconds, 0.05, "2e7 turns of perl's loop")
+	if lx.Cgroups.Features().CPU {
+		require.Equal(t, int64(1000), h.CPULimitMilli)
+	}
+	require.NotEmpty(t, h.Minutes)
+
+	code, out, _ = niuma(t, "show", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "HOST (memory and CPU time of each stage")
+	require.Regexp(t, `\n\s+train\s+peak memory \d+(\.\d)? MiB of 256 MiB (\(mean [^)]+\) )?· CPU time \d+\.\d\d s`, out)
+
+	code, out, errOut = niuma(t, "report", id, "--format", "json", "-o", "-")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Runs []struct {
+			Host []struct {
+				Stage        string  `json:"stage"`
+				PeakMemBytes int64   `json:"peak_mem_bytes"`
+				CPUSeconds   float64 `json:"cpu_seconds"`
+			} `json:"host_usage"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Runs, 1)
+	require.Len(t, rep.Runs[0].Host, 1)
+	require.Equal(t, "train", rep.Runs[0].Host[0].Stage)
+	require.Equal(t, h.MemPeakBytes, rep.Runs[0].Host[0].PeakMemBytes)
+	require.InDelta(t, h.CPUSeconds, rep.Runs[0].Host[0].CPUSeconds, 1e-9)
+}

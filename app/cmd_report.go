@@ -213,6 +213,7 @@ type reportSource interface {
 	Series(ctx context.Context, runID, stage, key string) ([]engine.Point, error)
 	Anomalies(ctx context.Context, runID string) ([]engine.AnomalyInfo, error)
 	GPUUsage(ctx context.Context, runID string) ([]engine.GPUUsage, error)
+	HostUsage(ctx context.Context, runID string) ([]engine.HostUsage, error)
 }
 
 // logTailLines is how much of a failed stage's log a report shows.
@@ -323,6 +324,13 @@ func reportRun(ctx context.Context, src reportSource, info engine.RunInfo) (repo
 	for _, u := range usage {
 		r.GPUs = append(r.GPUs, reportGPU(u))
 	}
+	host, err := src.HostUsage(ctx, info.ID)
+	if err != nil {
+		return r, err
+	}
+	for _, u := range host {
+		r.Host = append(r.Host, reportHost(u))
+	}
 
 	for _, st := range info.Stages {
 		s := report.Stage{Name: st.Name, State: string(st.State), Attempts: st.Attempts, MaxAttempts: st.MaxAttempts, Reason: st.Reason,
@@ -411,6 +419,16 @@ func reportGPU(u engine.GPUUsage) report.GPUUsage {
 		g.Curve = append(g.Curve, report.GPUPoint{At: m.At, UtilPct: m.UtilMean, MemMiB: mem, TempC: m.TempMean, Power: m.PowerMean})
 	}
 	return g
+}
+
+// reportHost is the report's picture of what one stage used of the host.
+func reportHost(u engine.HostUsage) report.HostUsage {
+	h := report.HostUsage{Stage: u.Stage, Attempts: u.Attempts, PeakMemBytes: u.MemPeakBytes, MeanMemBytes: u.MemMeanBytes,
+		MemLimitBytes: u.MemLimitBytes, CPUSeconds: u.CPUSeconds, CPULimitMilli: u.CPULimitMilli, Samples: u.Samples}
+	for _, m := range u.Minutes {
+		h.Curve = append(h.Curve, report.HostPoint{At: m.At, Attempt: m.Attempt, MemMaxBytes: m.MemMaxBytes, CPUSeconds: m.CPUSeconds})
+	}
+	return h
 }
 
 // tailLines returns the last n lines of a file, reading at most its last

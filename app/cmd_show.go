@@ -157,6 +157,10 @@ type showJSON struct {
 	Metrics   []metricJSON         `json:"metrics"`
 	Anomalies []engine.AnomalyInfo `json:"anomalies"`
 	GPUs      []engine.GPUUsage    `json:"gpus"`
+	// HostUsage is what each stage used of the host (peak and mean
+	// memory, its limit, CPU time), from the per-minute records of its
+	// attempts' cgroups; a stage without a record is left out.
+	HostUsage []engine.HostUsage `json:"host_usage"`
 	// ETA is how long an unfinished run is expected to take still, and
 	// what says so ("ETA 14 min, from 9 earlier runs"); "" when done.
 	ETA string `json:"eta,omitempty"`
@@ -260,6 +264,10 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	host, err := s.engine.HostUsage(ctx, r.ID)
+	if err != nil {
+		return err
+	}
 	eta := ""
 	if !r.State.Done() {
 		e, err := s.engine.ETA(ctx, r)
@@ -279,7 +287,11 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		if gpus == nil {
 			gpus = []engine.GPUUsage{}
 		}
-		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, ETA: eta, SlurmJobs: slurmJobs(r), Pruned: pruned})
+		if host == nil {
+			host = []engine.HostUsage{}
+		}
+		return writeJSON(c.out, showJSON{RunInfo: r, Metrics: ms, Anomalies: anomalies, GPUs: gpus, HostUsage: host, ETA: eta,
+			SlurmJobs: slurmJobs(r), Pruned: pruned})
 	}
 	jobs := slurmJobs(r)
 	now := time.Now()
@@ -356,6 +368,16 @@ func (c *cli) show(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.out, "\nno metrics yet")
 	} else if started(r) && r.State != engine.Cancelled {
 		fmt.Fprintln(c.out, "\n"+noMetrics)
+	}
+	if len(host) > 0 {
+		fmt.Fprintln(c.out, "\nHOST (memory and CPU time of each stage, from its cgroup's per-minute records)")
+		tw = &table{w: tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)}
+		for _, u := range host {
+			tw.row("  "+u.Stage, u.Summary())
+		}
+		if err := tw.flush(); err != nil {
+			return err
+		}
 	}
 	if len(gpus) > 0 {
 		fmt.Fprintln(c.out, "\nGPUS (from the per-minute GPU records)")

@@ -137,9 +137,12 @@ func open(logOut io.Writer) (*stack, error) {
 	var eng *engine.Engine // the sampler starts (in drive) only once eng is set
 	sampler := gpumon.NewSampler(gpus.Source, gpumon.SamplerOptions{
 		OnSample: func(snap gpumon.Snapshot) { eng.ObserveGPUs(context.Background(), snap) },
+		// The per-minute records of the stages' host use (memory, CPU
+		// time) are kept as long as the GPU records.
 		Prune: func(ctx context.Context, before time.Time) error {
 			_, err := db.DeleteGPUSamplesBefore(ctx, before)
-			return err
+			_, herr := db.DeleteHostSamplesBefore(ctx, before)
+			return errors.Join(err, herr)
 		},
 		Store:  func(ctx context.Context, ms []gpumon.Minute) error { return engine.RecordGPUMinutes(ctx, db, ms) },
 		Logger: logger,

@@ -170,3 +170,10 @@ stages:
 	require.True(t, st.HasBest)
 	require.LessOrEqual(t, st.Best, 0.5, "at least as good as the default")
 }
+
+// The window's backend gives the run view each stage's stored host use
+// (ui reads it through an optional interface: a missing method would
+// silently show nothing).
+var _ interface {
+	HostUsage(ctx context.Context, runID string) ([]engine.HostUsage, error)
+} = windowBackend{}

@@ -91,14 +91,17 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 		defer tk.Stop()
 		pauseTick = tk.C
 	}
-	// What the attempt uses of the host, read every tick (Engine.Usage).
+	// What the attempt uses of the host, read every tick (Engine.Usage),
+	// and kept minute by minute (Engine.HostUsage).
 	meter, _ := h.(executor.Meter)
 	var meterTick <-chan time.Time
+	var hm *hostMeter
 	if meter != nil {
 		tk := time.NewTicker(e.opts.PollInterval)
 		defer tk.Stop()
 		meterTick = tk.C
 		defer e.setUsage(StageUsage{RunID: job.RunID, Stage: job.Stage})
+		hm = e.hostMeter(ctx, job, elapsed)
 	}
 	waited := make(chan executor.Exit, 1)
 	wctx, stopWait := context.WithCancel(ctx)
@@ -116,6 +119,9 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 			if r, ok := h.(executor.Releaser); ok {
 				r.Release()
 			}
+			if hm != nil {
+				e.keepHostMinute(hm.finish()) // Drive stores it once its attempts have stopped
+			}
 			return
 		case <-waitTick:
 			why := waiter.Waiting()
@@ -131,7 +137,9 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 			}
 		case <-meterTick:
 			if u, ok := meter.Usage(); ok {
-				e.setUsage(StageUsage{RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt, Usage: u, At: time.Now()})
+				now := time.Now()
+				e.setUsage(StageUsage{RunID: job.RunID, Stage: job.Stage, Attempt: job.Attempt, Usage: u, At: now})
+				e.keepHostMinute(hm.add(now, u))
 			}
 		case <-pauseTick:
 			why := pauser.Paused()
@@ -164,6 +172,15 @@ func (e *Engine) watch(ctx context.Context, h executor.Handle, job executor.Job,
 			var lost int64
 			if e.writer != nil {
 				lost = e.writer.Lost(job.RunID, job.Stage, job.Attempt)
+			}
+			if hm != nil {
+				// Its last reading, as it ended (a stage shorter than a
+				// tick has no other), and the minute in progress.
+				if u, ok := meter.Usage(); ok {
+					e.keepHostMinute(hm.end(time.Now(), u))
+				}
+				e.keepHostMinute(hm.finish())
+				e.storeHostAtEnd(ctx)
 			}
 			e.report(ctx, result{runID: job.RunID, stage: job.Stage, attempt: job.Attempt, finished: true, exit: ex, lost: lost})
 			return

@@ -85,6 +85,7 @@ type Engine struct {
 	ready   chan struct{} // closed once this process owns the data dir and has loaded its work
 	writer  *metrics.Writer
 	usage   sync.Map       // usageKey -> StageUsage of the attempts this process follows
+	host    hostBook       // their finished minutes of host use, until stored
 	wg      sync.WaitGroup // attempt goroutines
 
 	sent  *sentinel.Sentinel

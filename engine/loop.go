@@ -95,8 +95,11 @@ func (e *Engine) Drive(ctx context.Context) error {
 	defer e.owner.Store(false)
 
 	e.writer = metrics.NewWriter(e.store, metrics.WriterOptions{Logger: e.log, StatusPath: metricsStatusPath(e.opts.Home)})
+	e.wg.Add(1)
+	go func() { defer e.wg.Done(); e.storeHostEveryMinute(ctx) }()
 	defer func() {
 		e.wg.Wait()
+		e.storeHostLeft()
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := e.writer.Close(cctx); err != nil {

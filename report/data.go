@@ -146,7 +146,12 @@ func JSON(rep *Report) ([]byte, error) {
 			ID: r.ID, Template: r.Template, TemplateVersion: r.TemplateVersion, State: r.State, Error: r.Error,
 			Params: map[string]any{}, Seed: r.Seed, Executor: r.Executor, Fingerprint: r.Fingerprint,
 			Objective: r.EffectiveObjective(), Provenance: map[string]string{},
-			Stages: r.Stages, Anomalies: r.Anomalies, GPUs: r.GPUs,
+			Stages: r.Stages, Anomalies: r.Anomalies, GPUs: r.GPUs, Host: append([]HostUsage{}, r.Host...),
+		}
+		for i, h := range jr.Host {
+			if h.Curve == nil {
+				jr.Host[i].Curve = []HostPoint{}
+			}
 		}
 		for _, p := range r.Params {
 			jr.Params[p.Name] = p.Value
@@ -194,6 +199,7 @@ type jsonRun struct {
 	Metrics         []jsonMetric      `json:"metrics"`
 	Anomalies       []Anomaly         `json:"anomalies"`
 	GPUs            []GPUUsage        `json:"gpus"`
+	Host            []HostUsage       `json:"host_usage"`
 }
 
 type jsonMetric struct {

@@ -121,7 +121,7 @@ func TestHTMLRunReportStructure(t *testing.T) {
 	if got := texts(elements(doc, "title")); len(got) != 1 || got[0] != "Run report: digits-mlp 20261129-100000-aaaaaa" {
 		t.Errorf("title = %q", got)
 	}
-	want := []string{"Summary", "Parameters", "Provenance", "Stages", "Metrics", "Anomalies", "GPU usage"}
+	want := []string{"Summary", "Parameters", "Provenance", "Stages", "Metrics", "Anomalies", "GPU usage", "Memory and CPU"}
 	if got := texts(elements(doc, "h2")); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("sections = %q, want %q", got, want)
 	}

@@ -48,6 +48,9 @@ type Run struct {
 	Metrics    []Metric
 	Anomalies  []Anomaly
 	GPUs       []GPUUsage
+	// Host is what each stage used of the host (memory, CPU time), in
+	// the run's stage order; stages without a record are left out.
+	Host []HostUsage
 	// Logs are the tails of the logs of failed stages.
 	Logs []LogTail
 }

@@ -194,6 +194,7 @@ func runOutline(o *outline, r *Run, opt Options) {
 	}
 
 	gpuOutline(o, r, opt)
+	hostOutline(o, r, opt)
 
 	if !opt.NoLogs && len(r.Logs) > 0 {
 		o.h(2, "Logs of failed stages")
@@ -273,6 +274,7 @@ func compareOutline(o *outline, rep *Report, opt Options) {
 	}
 
 	compareGPUOutline(o, rep, ranked, opt)
+	compareHostOutline(o, ranked)
 
 	o.h(2, "Runs")
 	rows = make([][]string, len(rep.Runs))

@@ -119,6 +119,8 @@ func TestOlderArchivesPrunedRunsBecomePruned(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.SQL().ExecContext(ctx, `ALTER TABLE stages DROP COLUMN points_lost`) // 0095's
 	require.NoError(t, err)
+	_, err = db.SQL().ExecContext(ctx, `DROP TRIGGER runs_delete_host_run_samples; DROP TABLE host_run_samples`) // 0100's
+	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
 	db, err = Open(path)

@@ -49,6 +49,9 @@ type runDetail struct {
 	gpuBox    *fyne.Container
 	simulated map[string]bool // GPU UUIDs of the shown run that are simulated
 
+	host    *fyne.Container // what each stage used of the host, one line each
+	hostBox *fyne.Container
+
 	onMetric  func(name string) // the user picked another curve
 	onDismiss func(id int64)    // the user dismissed an anomaly
 	// onRetryFix, when set, opens the wizard on the run with an anomaly's
@@ -85,6 +88,7 @@ func newRunDetail() *runDetail {
 		metrics:   container.NewVBox(),
 		dag:       newDAGView(),
 		gpus:      container.NewVBox(),
+		host:      container.NewVBox(),
 	}
 	d.title.Truncation = fyne.TextTruncateEllipsis
 	d.idLine.Importance = widget.LowImportance
@@ -124,7 +128,9 @@ func newRunDetail() *runDetail {
 
 	d.gpuBox = container.NewVBox(widget.NewSeparator(), heading("GPUs"), d.gpus)
 	d.gpuBox.Hide()
-	d.stagesTab = container.NewVScroll(container.NewPadded(container.NewVBox(d.dag, widget.NewSeparator(), d.stages, d.gpuBox)))
+	d.hostBox = container.NewVBox(widget.NewSeparator(), heading("Memory and CPU"), d.host)
+	d.hostBox.Hide()
+	d.stagesTab = container.NewVScroll(container.NewPadded(container.NewVBox(d.dag, widget.NewSeparator(), d.stages, d.gpuBox, d.hostBox)))
 	d.anomTab = container.NewVScroll(d.anomalies)
 	d.metricsTab = container.NewVScroll(d.metrics)
 	d.anomItem = container.NewTabItem("Anomalies", d.anomTab)

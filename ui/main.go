@@ -318,6 +318,7 @@ type snapshot struct {
 	curve     curveData // the chosen metric of the selected run, every attempt
 	anomalies []engine.AnomalyInfo
 	gpus      []engine.GPUUsage
+	host      []engine.HostUsage
 	log       logView // the log pane's stage and text
 	failLine  string  // the failed stage's last error line
 	readID    string  // the run selected when the reload began
@@ -346,6 +347,9 @@ func (v *MainView) Reload(ctx context.Context) {
 			s.anomalies, _ = v.backend.Anomalies(ctx, sel)
 			if gh, ok := v.backend.(gpuHistory); ok {
 				s.gpus, _ = gh.GPUUsage(ctx, sel)
+			}
+			if hr, ok := v.backend.(hostRecords); ok {
+				s.host, _ = hr.HostUsage(ctx, sel)
 			}
 			v.mu.Lock()
 			chosen, logStage := v.metric, v.logStage
@@ -398,6 +402,7 @@ func (v *MainView) apply(s snapshot) {
 		v.detail.onRetryFix = v.onRetryFix
 	}
 	v.detail.showGPUs(s.sel != nil, s.gpus) // before show: it labels simulated GPUs
+	v.detail.showHost(s.sel != nil, s.host)
 	var launched map[string]any
 	if s.sel != nil {
 		launched = s.changes[s.sel.ID].launched

@@ -277,11 +277,14 @@ type Usage struct {
 	PeakBytes   int64   // the most it has used
 	LimitBytes  int64   // its memory limit; 0 = none
 	CPUSeconds  float64 // CPU time it has used, user and system
+	// CPULimitMilli is its CPU limit in thousandths of a CPU; 0 = none.
+	CPULimitMilli int64
 }
 
 // Meter is implemented by handles that can tell what their attempt uses
 // (the local executor, from the attempt's cgroup): false when it cannot
-// be told now.
+// be told now. Once the attempt has ended (Wait returned), Usage gives
+// its last reading, taken as it ended, if it has one.
 type Meter interface {
 	Usage() (Usage, bool)
 }

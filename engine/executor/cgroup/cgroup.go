@@ -484,6 +484,9 @@ type Stats struct {
 	LimitBytes  int64 // its memory limit; 0 = none
 	CPUNanos    int64 // CPU time used, user and system
 	OOMKills    int64 // processes the OOM killer ended for its limit
+	// CPULimitMilli is its CPU quota in thousandths of a CPU (cpu.max,
+	// cpu.cfs_quota_us over the period); 0 = none.
+	CPULimitMilli int64
 }
 
 // unlimited is what a v1 memory.limit_in_bytes reads without a limit
@@ -500,6 +503,9 @@ func (g *Group) Stats() Stats {
 		s.LimitBytes = readInt(filepath.Join(d, "memory.max")) // "max" reads as 0
 		s.OOMKills = keyed(readString(filepath.Join(d, "memory.events")))["oom_kill"]
 		s.CPUNanos = keyed(readString(filepath.Join(d, "cpu.stat")))["usage_usec"] * 1000
+		if f := strings.Fields(readString(filepath.Join(d, "cpu.max"))); len(f) == 2 {
+			s.CPULimitMilli = quotaMilli(f[0], f[1]) // "max 100000" reads as none
+		}
 		return s
 	}
 	if d := g.t.dir(g.rel, "memory"); d != "" {
@@ -513,7 +519,22 @@ func (g *Group) Stats() Stats {
 	if d := g.t.dir(g.rel, "cpuacct"); d != "" {
 		s.CPUNanos = readInt(filepath.Join(d, "cpuacct.usage"))
 	}
+	if d := g.t.dir(g.rel, "cpu"); d != "" {
+		s.CPULimitMilli = quotaMilli(strings.TrimSpace(readString(filepath.Join(d, "cpu.cfs_quota_us"))),
+			strings.TrimSpace(readString(filepath.Join(d, "cpu.cfs_period_us"))))
+	}
 	return s
+}
+
+// quotaMilli is a CFS quota over its period in thousandths of a CPU; 0
+// for none ("max", -1) or what does not read.
+func quotaMilli(quota, period string) int64 {
+	q, err1 := strconv.ParseInt(quota, 10, 64)
+	p, err2 := strconv.ParseInt(period, 10, 64)
+	if err1 != nil || err2 != nil || q <= 0 || p <= 0 {
+		return 0
+	}
+	return q * 1000 / p
 }
 
 // Remove deletes the group once it is empty (an error while processes

@@ -301,7 +301,29 @@ func TestCPULimitWritten(t *testing.T) {
 			if strings.TrimSpace(got) != "50000 100000" {
 				t.Errorf("quota and period = %q, want 50000 100000", got)
 			}
+			if m := g.Stats().CPULimitMilli; m != 500 {
+				t.Errorf("Stats' CPU limit = %d thousandths, want 500", m)
+			}
+			free, err := tr.Create("a-nocpu", Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer free.Remove()
+			if m := free.Stats().CPULimitMilli; m != 0 {
+				t.Errorf("a group without cpus: reads a CPU limit of %d thousandths, want 0", m)
+			}
 		})
+	}
+}
+
+func TestQuotaMilli(t *testing.T) {
+	for _, c := range []struct {
+		quota, period string
+		want          int64
+	}{{"50000", "100000", 500}, {"200000", "100000", 2000}, {"max", "100000", 0}, {"-1", "100000", 0}, {"", "", 0}, {"1000", "0", 0}} {
+		if got := quotaMilli(c.quota, c.period); got != c.want {
+			t.Errorf("quotaMilli(%q, %q) = %d, want %d", c.quota, c.period, got, c.want)
+		}
 	}
 }
 

@@ -231,6 +231,38 @@ func TestCgroupMemoryLimit(t *testing.T) {
 	}
 }
 
+// TestCgroupUsageAfterTheEnd: a stage too short for any reading while it
+// ran still tells what it used: once Wait returns, Usage gives what its
+// cgroup said as it settled (its CPU time, its peak, its limits).
+func TestCgroupUsageAfterTheEnd(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl burns the CPU here; it is not installed")
+	}
+	for name, tr := range trees(t) {
+		t.Run(name, func(t *testing.T) {
+			if !tr.Features().Memory {
+				t.Skipf("no memory controller: %s", tr.Describe())
+			}
+			job := newJob(t, "perl", "-e", `$x = "a" x (32*1024*1024); 1 while $i++ < 5e6`)
+			job.Token = "a-usage-" + name
+			job.Limits = executor.Limits{MemoryMiB: 256, CPUMilli: 1500}
+			h := start(t, &Executor{Cgroups: tr}, job)
+			ex := wait(t, h)
+			require.True(t, ex.Success(), "exit %+v", ex)
+			m, ok := h.(executor.Meter)
+			require.True(t, ok, "the local handle is a Meter")
+			u, ok := m.Usage()
+			require.True(t, ok, "an ended attempt still has its last reading")
+			require.Positive(t, u.CPUSeconds)
+			require.GreaterOrEqual(t, u.PeakBytes, int64(32<<20))
+			require.Equal(t, int64(256<<20), u.LimitBytes)
+			if tr.Features().CPU {
+				require.Equal(t, int64(1500), u.CPULimitMilli)
+			}
+		})
+	}
+}
+
 func TestOOMReason(t *testing.T) {
 	require.Equal(t, "out of memory (limit 4 GiB, peak 4.0 GiB)", OOMReason(4<<30, 4<<30-1<<20))
 	require.Equal(t, "out of memory (limit 64 MiB, peak 63.9 MiB)", OOMReason(64<<20, 64<<20-100<<10))

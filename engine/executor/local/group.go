@@ -56,6 +56,12 @@ func (h *handle) settle(ex executor.Exit) executor.Exit {
 		return ex
 	}
 	st := h.group.Stats()
+	if st.CPUNanos > 0 || st.PeakBytes > 0 {
+		// (All zeros: another handle of the attempt, an earlier owner's
+		// in this process, settled and removed the group first.)
+		u := usageOf(st)
+		h.final = &u
+	}
 	h.reap()
 	_ = h.group.Remove()
 	if st.OOMKills > 0 && !ex.Success() {
@@ -201,17 +207,25 @@ func pausedWords(free int64) string {
 	return fmt.Sprintf("paused: disk full, %d KiB free", free>>10)
 }
 
-// Usage implements executor.Meter: the attempt's cgroup's accounting.
+// Usage implements executor.Meter: the attempt's cgroup's accounting;
+// once the attempt has ended, what the group said as it settled (its CPU
+// time in full, its peak), since the group itself is gone.
 func (h *handle) Usage() (executor.Usage, bool) {
 	if h.group == nil {
 		return executor.Usage{}, false
 	}
 	select {
 	case <-h.done:
+		if h.final != nil {
+			return *h.final, true
+		}
 		return executor.Usage{}, false // its group is gone
 	default:
 	}
-	st := h.group.Stats()
+	return usageOf(h.group.Stats()), true
+}
+
+func usageOf(st cgroup.Stats) executor.Usage {
 	return executor.Usage{MemoryBytes: st.MemoryBytes, PeakBytes: st.PeakBytes, LimitBytes: st.LimitBytes,
-		CPUSeconds: float64(st.CPUNanos) / 1e9}, true
+		CPUSeconds: float64(st.CPUNanos) / 1e9, CPULimitMilli: st.CPULimitMilli}
 }

@@ -40,6 +40,9 @@ type handle struct {
 	stopping bool   // Stop began: never frozen again
 	done     chan struct{}
 	exit     executor.Exit // set before done is closed
+	// final is the cgroup's accounting read as the attempt settled (set
+	// before done is closed, when it had a group): what Usage gives after.
+	final *executor.Usage
 }
 
 // ProcessGroup is the attempt's process group: the shim starts it as the

@@ -111,6 +111,8 @@ fuzz:
 # to each main view; PNGs in docs/screenshots/ (look at them).
 screenshots: deps
 	scripts/screenshots.sh
+	@if [ "$$(id -u)" = 0 ]; then scripts/screenshots-shared.sh; \
+	else echo "make screenshots: the shared machine's screenshots need root (a second user): sudo scripts/screenshots-shared.sh"; fi
 
 clean:
 	rm -rf bin

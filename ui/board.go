@@ -394,12 +394,12 @@ func NewBoard(b Backend) *Board {
 	v.others.Hide()
 	gpus := container.NewVBox(
 		container.NewHBox(title("GPUs"), layout.NewSpacer(), v.source, v.window),
-		v.machineT, v.cards, v.empty, v.procs.content, v.procs.mode, v.others,
+		v.machineT, v.cards, v.empty, v.procs.content, v.procs.mode,
 	)
 	v.gpuBox = gpus
 	v.queueBox = container.NewBorder(
 		container.NewVBox(container.NewHBox(title("Queue"), layout.NewSpacer(), v.counts), v.noRuns),
-		container.NewVBox(widget.NewSeparator(), container.NewBorder(nil, nil, v.recentT, nil, container.NewHScroll(v.recent))),
+		container.NewVBox(v.others, widget.NewSeparator(), container.NewBorder(nil, nil, v.recentT, nil, container.NewHScroll(v.recent))),
 		nil, nil, v.list)
 	split := container.NewVSplit(container.NewVScroll(gpus), v.queueBox)
 	header := gpus.Objects[0]
@@ -496,6 +496,7 @@ func (v *Board) read(ctx context.Context) boardModel {
 	if m.machine.shared && m.machine.err == nil {
 		m.procs = otherProcRows(m.machine.status, m.procs)
 		m.others = otherRows(m.machine.status)
+		shareCards(m.cards, m.machine.status, snap.Simulated)
 	}
 	if pm, ok := v.backend.(processMode); ok {
 		m.processMode = pm.ProcessMode()

@@ -7,6 +7,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -282,7 +283,11 @@ func sortedKeys(m map[string]float64) []string {
 }
 
 // otherColumns are the widths of the board's other users' rows.
-var otherColumns = []float32{100, 90, 120, 80, 90, 0}
+var otherColumns = []float32{100, 130, 120, 80, 90, 0}
+
+// maxOtherRows is how many of other users' stages the board lists under
+// its queue (the Teams page has them all).
+const maxOtherRows = 4
 
 // showOthers fills the board's section of other users' stages (hidden
 // when there are none).
@@ -291,9 +296,13 @@ func (v *Board) showOthers(rows []otherRow) {
 		v.others.Hide()
 		return
 	}
-	objs := make([]fyne.CanvasObject, len(rows))
-	for i, r := range rows {
-		objs[i] = cellsRow(otherColumns, []string{r.user, r.run, orDash(r.name), r.stage, r.gpus, r.state}, false)
+	shown := rows[:min(len(rows), maxOtherRows)]
+	objs := make([]fyne.CanvasObject, 0, len(shown)+1)
+	for _, r := range shown {
+		objs = append(objs, cellsRow(otherColumns, []string{r.user, r.run, orDash(r.name), r.stage, r.gpus, r.state}, false))
+	}
+	if more := len(rows) - len(shown); more > 0 {
+		objs = append(objs, quiet(fmt.Sprintf("and %d more: the Teams page lists them all", more)))
 	}
 	v.othersRows.Objects = objs
 	v.othersRows.Refresh()
@@ -306,4 +315,47 @@ func boldLabels(names ...string) []fyne.CanvasObject {
 		out[i] = widget.NewLabelWithStyle(n, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	}
 	return out
+}
+
+// shareCards adds other users' stages to the GPU cards: "on it:" names
+// them by user and template, and on simulated GPUs (each user's Niuma
+// simulates its own) their leases' memory joins the card's.
+func shareCards(cards []gpuCardModel, st machine.Status, simulated bool) {
+	mem := map[string]int64{}
+	for _, p := range st.Processes {
+		if p.User != st.User {
+			mem[p.GPU] += p.MemMiB
+		}
+	}
+	for i := range cards {
+		c := &cards[i]
+		var names []string
+		for _, l := range st.Leases {
+			if l.User == st.User || !slices.Contains(l.GPUs, c.uuid) {
+				continue
+			}
+			name := l.User + "'s " + orDash(l.RunName)
+			if l.Borrowed {
+				name += " (borrowed)"
+			}
+			names = append(names, name)
+		}
+		if len(names) == 0 {
+			continue
+		}
+		// Their processes, which this user may not trace: named now.
+		own := strings.TrimPrefix(c.runs, "on it: ")
+		var keep []string
+		for _, o := range strings.Split(own, ", ") {
+			if o != "idle" && o != "another process" && o != "" {
+				keep = append(keep, o)
+			}
+		}
+		c.runs = "on it: " + strings.Join(append(keep, names...), ", ")
+		if simulated && st.Simulated && c.memTotal > 0 {
+			c.memUsed = min(c.memTotal, c.memUsed+mem[c.uuid])
+			c.mem = float64(c.memUsed) / float64(c.memTotal)
+			c.memText = fmt.Sprintf("mem %.1f / %.0f GiB", float64(c.memUsed)/1024, float64(c.memTotal)/1024)
+		}
+	}
 }

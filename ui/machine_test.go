@@ -87,6 +87,12 @@ func TestTheBoardShowsOtherUsersRunsButNothingOfTheirs(t *testing.T) {
 	require.Contains(t, rows, "being reclaimed: team nlp wants its share back")
 	require.Contains(t, rows, "ana | 090100-bbbbbb | resnet | train | GPU 1 |")
 
+	// The cards name what other users hold on them; on simulated GPUs,
+	// with its memory (GPU 0 has the board's own r1 too).
+	require.Equal(t, "on it: r1/train, ana's resnet", v.views[0].runs.Text)
+	require.Equal(t, "on it: ana's resnet (borrowed)", v.views[1].runs.Text)
+	require.Equal(t, "mem 30.0 / 80 GiB", v.views[1].memT, "ana's 30 GiB on an otherwise idle simulated GPU")
+
 	// Every GPU process by user: ana's simulated leases join the table.
 	procs := 0
 	for _, r := range v.procs.rows.Objects {

@@ -34,8 +34,8 @@ type teamsView struct {
 
 var (
 	teamColumns  = []float32{100, 160, 60, 60, 80, 120, 120, 100, 80, 0}
-	leaseColumns = []float32{100, 80, 90, 120, 80, 90, 0}
-	queueColumns = []float32{100, 80, 90, 120, 80, 70, 0}
+	leaseColumns = []float32{100, 80, 130, 120, 80, 90, 0}
+	queueColumns = []float32{100, 80, 130, 120, 80, 70, 0}
 )
 
 func newTeamsView(read func(ctx context.Context) machineModel) *teamsView {
@@ -134,7 +134,7 @@ func (v *teamsView) apply(m machineModel, now time.Time) {
 			what = "being reclaimed: " + l.Reclaim
 		}
 		leases = append(leases, cellsRow(leaseColumns, []string{l.User, orDash(l.Team), shortID(l.Run), orDash(l.RunName), l.Stage,
-			indexList(l.Indices), l.Since.Local().Format("15:04") + joinNonEmpty(" · ", "", what)}, l.User == st.User))
+			indexList(l.Indices), joinNonEmpty(" · ", l.Since.Local().Format("15:04"), what)}, l.User == st.User))
 	}
 	if len(leases) == 0 {
 		leases = append(leases, quiet("No stage holds anything of this machine."))

@@ -44,9 +44,14 @@ const DefaultShmSizeMiB = 1024
 // the sandbox it asks for can be checked without a daemon.
 func createOptions(home string, b box, job executor.Job) client.ContainerCreateOptions {
 	c := job.Container
-	env := make([]string, 0, len(job.Env)+1)
+	env := make([]string, 0, len(job.Env)+2)
 	for _, k := range sortedKeys(job.Env) {
 		env = append(env, k+"="+job.Env[k])
+	}
+	if job.Token != "" {
+		// As a local attempt's processes do: the machine service tells a
+		// container still running from a lease its holder left by this.
+		env = append(env, executor.TokenEnv+"="+job.Token)
 	}
 	if _, ok := job.Env["HOME"]; !ok {
 		// A uid the image does not know gets HOME=/, which it cannot

@@ -45,6 +45,11 @@ func TestCreateOptionsHardenByDefault(t *testing.T) {
 	require.NotNil(t, cfg.Entrypoint, "an empty entrypoint, not the image's: the stage's command is the whole command")
 	require.Empty(t, cfg.Entrypoint)
 	require.Equal(t, []string{"A=1", "B=2", "HOME=/tmp"}, cfg.Env)
+	withToken := baseJob()
+	withToken.Token = "t0k3n"
+	require.Equal(t, []string{"A=1", "B=2", executor.TokenEnv + "=t0k3n", "HOME=/tmp"},
+		createOptions("/data", box{user: "1000:1000", pids: 4096}, withToken).Config.Env,
+		"the container's processes carry the attempt's token, as a local attempt's do")
 	require.Equal(t, map[string]string{LabelRun: "20260101-000000-abcdef", LabelStage: "train", LabelAttempt: "2", LabelHome: "/data",
 		LabelToken: "20260101-000000-abcdef.train.2"}, cfg.Labels, "an attempt without a token is named by run, stage and attempt")
 	require.Regexp(t, `^niuma-20260101-000000-abcdef-train-2-[0-9a-f]{12}$`, o.Name)

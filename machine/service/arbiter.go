@@ -239,13 +239,24 @@ func (a *Arbiter) Place(ctx context.Context, p Peer, ask machine.Ask) (machine.A
 	team := a.opts.Config.teamOf(p.User, p.Groups)
 	ch := &change{}
 
-	// The leases it holds, and those it took on from an earlier owner.
+	// The leases it holds, and those it took on from an earlier owner: an
+	// attempt the service has no lease for is recorded as it stands when
+	// its processes run (a claim takes a lease for one about to launch).
 	running := map[string]bool{}
 	adopted := map[string]*lease{}
+	var unknown []string
+	for _, held := range ask.Running {
+		if a.leases[held.Token] == nil {
+			unknown = append(unknown, held.Token)
+		}
+	}
+	live := a.opts.Procs.Alive(unknown)
 	for _, held := range ask.Running {
 		running[held.Token] = true
 		l := a.leases[held.Token]
 		switch {
+		case l == nil && !live[held.Token]:
+			// Not launched yet, or gone: nothing holds the GPUs.
 		case l == nil:
 			nl := &lease{Token: held.Token, UID: p.UID, User: p.User, Home: ask.Home, Team: team, Run: held.Run,
 				RunName: held.RunName, Stage: held.Stage, Placement: held.Placement, Since: now, Seen: now}
@@ -590,7 +601,7 @@ func (a *Arbiter) Claim(ctx context.Context, p Peer, c machine.Claim) error {
 		l.Seen = now
 		return nil
 	}
-	if !c.Adopted {
+	if !c.Adopted || !a.opts.Procs.Alive([]string{c.Token})[c.Token] {
 		if why := a.conflict(c.Placement, a.opts.Config.teamOf(p.User, p.Groups)); why != "" {
 			return &machine.Refused{Reason: why}
 		}

@@ -208,8 +208,17 @@ func TestAnAdoptedAttemptIsRecordedAsItStands(t *testing.T) {
 	// The service lost nothing, but ana's new engine adopted an attempt it
 	// never placed (e.g. from before the service was installed).
 	d := shepherd.Decision{GPUs: []shepherd.GPU{{Index: 1, UUID: "GPU-51a1a7ed-0000-4000-8000-000000000001"}}}
+	// Named while no process carries its token (not launched yet): no
+	// lease, nothing holds the GPU.
 	w.place(ana, "/h/a", nil, held("ta9", "a9", d))
-	b := w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 2)})
+	b := w.place(bo, "/h/b", []machine.Entry{ask1("tb0", "b0", 2)})
+	require.True(t, b.Decisions[0].Placed(), "an attempt that is not running holds nothing")
+	require.NoError(t, w.a.Release(context.Background(), bo, "tb0"))
+	w.place(bo, "/h/b", nil)
+
+	w.procs.set("ta9", true)
+	w.place(ana, "/h/a", nil, held("ta9", "a9", d))
+	b = w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 2)})
 	assert.False(t, b.Decisions[0].Placed(), "bo cannot have both GPUs: ana's adopted attempt holds one")
 	b = w.place(bo, "/h/b", []machine.Entry{ask1("tb2", "b2", 1)})
 	require.True(t, b.Decisions[0].Placed())

@@ -359,3 +359,48 @@ func shareCards(cards []gpuCardModel, st machine.Status, simulated bool) {
 		}
 	}
 }
+
+// othersHold are other users' stages as the shepherd's running
+// placements, for the wizard's preview: each holds its GPUs (a stage's
+// sharing is the service's to know, so none is offered to share). On
+// simulated GPUs, which each user's Niuma simulates alone, their memory is
+// taken off inv's free memory too.
+func othersHold(st *machine.Status, inv *shepherd.Inventory, simulated bool) []shepherd.Running {
+	var out []shepherd.Running
+	for _, l := range st.Leases {
+		if l.User == st.User || len(l.GPUs) == 0 {
+			continue
+		}
+		out = append(out, shepherd.Running{ID: l.User + ":" + l.Run + "/" + l.Stage, GPUs: l.GPUs, Start: l.Since, Team: l.Team})
+	}
+	if simulated && st.Simulated {
+		for _, p := range st.Processes {
+			if p.User == st.User {
+				continue
+			}
+			for i := range inv.GPUs {
+				if inv.GPUs[i].UUID == p.GPU {
+					inv.GPUs[i].FreeMiB = max(0, inv.GPUs[i].FreeMiB-p.MemMiB)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sharedStatus is the machine service's status for the wizard's preview,
+// read with a short timeout (the preview is drawn on Fyne's thread); nil
+// on a single user's machine or when the service does not answer.
+func (w *Wizard) sharedStatus() *machine.Status {
+	sm, ok := w.backend.(sharedMachine)
+	if !ok || !sm.Shared() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	st, err := sm.MachineStatus(ctx)
+	if err != nil {
+		return nil
+	}
+	return &st
+}

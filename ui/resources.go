@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"niuma/engine"
+	"niuma/machine"
 	"niuma/engine/template"
 	"niuma/gpumon"
 	"niuma/sentinel"
@@ -255,8 +256,15 @@ type placement struct {
 // It is the engine's policy over the engine's request builder
 // (shepherd.Build); runs already queued are not in it, so "would start"
 // means "if nothing ahead of it takes the room first".
-func previewPlacement(snap gpumon.Snapshot, specs []engine.RunSpec, res Resources, now time.Time) []placement {
+//
+// On a shared machine (shared set), other users' stages hold their GPUs
+// too: the machine service decides, with the teams' shares, so a run the
+// preview places may still wait for its team's turn.
+func previewPlacement(snap gpumon.Snapshot, specs []engine.RunSpec, res Resources, now time.Time, shared *machine.Status) []placement {
 	inv, running := inventoryOf(snap)
+	if shared != nil {
+		running = append(running, othersHold(shared, &inv, snap.Simulated)...)
+	}
 	freeNow := map[string]int64{} // before this launch takes any
 	for _, g := range inv.GPUs {
 		freeNow[g.UUID] = g.FreeMiB
@@ -464,7 +472,7 @@ func (w *Wizard) updatePreview() {
 		w.res.preview.Hide()
 		return
 	}
-	p := previewPlacement(snap, specs[:1], w.resources, time.Now())[0]
+	p := previewPlacement(snap, specs[:1], w.resources, time.Now(), w.sharedStatus())[0]
 	text := "Where the first run would go now: " + p.where
 	w.res.preview.Importance = widget.SuccessImportance
 	if p.wait != "" {

@@ -62,19 +62,30 @@ func TestPreviewPlacementOnTheLiveSnapshot(t *testing.T) {
 		return engine.RunSpec{Template: tm, Values: template.Values{"lr": lr, "gpus": int64(1), "gpu_memory": "24GiB"}}
 	}
 	specs := []engine.RunSpec{spec(0.1), spec(0.01)}
-	p := previewPlacement(snap, specs, Resources{}, time.Now())
+	p := previewPlacement(snap, specs, Resources{}, time.Now(), nil)
 	require.Len(t, p, 2)
 	require.Equal(t, "train → GPU 1 (80 GiB free)", p[0].where)
 	require.Empty(t, p[0].wait)
 	require.True(t, strings.HasPrefix(p[1].wait, "train would wait: "), p[1].wait)
 	require.Contains(t, p[1].wait, "24 GiB", "the shepherd's reason names the need")
 
-	shared := previewPlacement(snap, specs, Resources{Share: true}, time.Now())
+	shared := previewPlacement(snap, specs, Resources{Share: true}, time.Now(), nil)
 	require.Empty(t, shared[1].wait, "two sharing runs fit on GPU 1 together")
 	require.Contains(t, shared[1].where, "GPU 1")
 
-	cpu := previewPlacement(snap, specs, Resources{UseGPUs: true, GPUs: 0}, time.Now())
+	cpu := previewPlacement(snap, specs, Resources{UseGPUs: true, GPUs: 0}, time.Now(), nil)
 	require.Equal(t, "on the CPU (no stage asks for a GPU)", cpu[0].where)
+
+	// On a shared machine another user's stage holds GPU 1 (with 30 GiB
+	// of its memory, which this user's simulated GPU does not show): the
+	// first run waits too, even to share.
+	st := twoTeams(time.Now())
+	st.Leases = st.Leases[1:2] // ana's borrowed stage on GPU 1
+	st.Processes = st.Processes[1:2]
+	others := previewPlacement(snap, specs, Resources{}, time.Now(), &st)
+	require.True(t, strings.HasPrefix(others[0].wait, "train would wait: "), "GPU 1 is ana's: %+v", others[0])
+	sharing := previewPlacement(snap, specs, Resources{Share: true}, time.Now(), &st)
+	require.NotContains(t, sharing[0].where, "GPU 1", "another user's stage shares its GPU with no one: %+v", sharing[0])
 }
 
 // A template whose stages all run on the CPU gets the run's own GPUs on
@@ -85,10 +96,10 @@ func TestRunsOwnGPUsOnACPUTemplateGoToEveryStage(t *testing.T) {
 	tm, err := template.Parse("t.yaml", []byte("name: c\nruntime: {kind: local}\nstages:\n  - {name: work, command: [/bin/true]}\n"))
 	require.NoError(t, err)
 	specs := []engine.RunSpec{{Template: tm}}
-	p := previewPlacement(snap, specs, Resources{UseGPUs: true, GPUs: 1, GPUMemMiB: 10 * 1024}, time.Now())
+	p := previewPlacement(snap, specs, Resources{UseGPUs: true, GPUs: 1, GPUMemMiB: 10 * 1024}, time.Now(), nil)
 	require.Equal(t, "work → GPU 1 (80 GiB free)", p[0].where)
 	require.ErrorContains(t, neverFits(snap, specs, Resources{UseGPUs: true, GPUs: 3}), "stage work can never start here: it needs 3 GPUs")
-	require.Equal(t, "on the CPU (no stage asks for a GPU)", previewPlacement(snap, specs, Resources{}, time.Now())[0].where)
+	require.Equal(t, "on the CPU (no stage asks for a GPU)", previewPlacement(snap, specs, Resources{}, time.Now(), nil)[0].where)
 }
 
 // The Resources step holds the GPU parameters (not the Parameters step),

@@ -545,7 +545,7 @@ func (w *Wizard) show(step int) {
 		w.refusal = w.neverFits(w.specs)
 		w.placed = nil
 		if snap, err := w.backend.GPUs(context.Background()); err == nil && w.refusal == nil {
-			w.placed = previewPlacement(snap, w.specs, w.resources, time.Now())
+			w.placed = previewPlacement(snap, w.specs, w.resources, time.Now(), w.sharedStatus())
 		}
 		verb := "will be queued"
 		if w.refusal != nil {

@@ -13,9 +13,9 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"niuma/engine"
-	"niuma/machine"
 	"niuma/engine/template"
 	"niuma/gpumon"
+	"niuma/machine"
 	"niuma/sentinel"
 	"niuma/shepherd"
 )

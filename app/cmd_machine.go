@@ -66,6 +66,15 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: err.Error()}
 	}
 	defer gpus.Close()
+	if gpus.NVML != nil {
+		// A GPU that raises an XID or ECC error is unhealthy in the
+		// snapshots the service places by: no user's stage goes onto it.
+		go func() {
+			if err := gpus.NVML.WatchHealth(ctx); err != nil && ctx.Err() == nil {
+				logger.Warn("GPU health watch stopped", "err", err)
+			}
+		}()
+	}
 	users := &service.Users{}
 	arb, err := service.NewArbiter(ctx, service.Options{Config: cfg, Store: store, GPUs: gpus.Source,
 		Host: engine.ThisMachine(), Users: users, Logger: logger})
@@ -124,7 +133,7 @@ func (c *cli) machineCmd(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: fmt.Sprintf("machine takes no arguments, got %q", pos)}
 	}
 	a := machineArbiter()
-	if a == nil {
+	if !a.Present() {
 		return exitError{code: 1, msg: fmt.Sprintf("%v; no service socket at %s", engine.ErrNoMachine, machine.Socket())}
 	}
 	st, err := a.Status(ctx)

@@ -402,10 +402,10 @@ func (e *Engine) reconcile(ctx context.Context) {
 	// queue, at most maxWordWrites times a second in all: otherwise the
 	// 10,000 waiting stages of a wide DAG are each written every second.
 	e.wordsEvery = max(reasonRefresh, time.Duration(len(queue))*time.Second/maxWordWrites)
-	switch {
-	case e.opts.Machine != nil:
+	switch m := e.machine(); {
+	case m != nil:
 		// The machine service places everyone's stages together.
-		e.placeShared(ctx, ready, queue, now)
+		e.placeShared(ctx, m, ready, queue, now)
 	case len(queue) > 0:
 		// One pass of the policy over everything ready, so that priority,
 		// reservations and backfill see the whole queue at once.

@@ -21,26 +21,41 @@ const WaitMachine = "machine"
 
 // Shared says whether this Niuma places through a machine service (the
 // machine is shared among users).
-func (e *Engine) Shared() bool { return e.opts.Machine != nil }
+func (e *Engine) Shared() bool { return e.machine() != nil }
+
+// machine is the machine service to place through now: Options.Machine
+// while it is installed (a service installed or removed while this Niuma
+// runs is followed at the next pass), nil where this Niuma places alone.
+func (e *Engine) machine() machine.Arbiter {
+	if e.opts.Machine == nil {
+		return nil
+	}
+	if p, ok := e.opts.Machine.(machine.Present); ok && !p.Present() {
+		return nil
+	}
+	return e.opts.Machine
+}
 
 // MachineStatus is the whole machine as the machine service shows it to
 // any user: every user's leases and queued stages by run name and GPUs,
 // the teams' shares and what they lend, every GPU process by user.
 func (e *Engine) MachineStatus(ctx context.Context) (machine.Status, error) {
-	if e.opts.Machine == nil {
+	m := e.machine()
+	if m == nil {
 		return machine.Status{}, ErrNoMachine
 	}
-	return e.opts.Machine.Status(ctx)
+	return m.Status(ctx)
 }
 
 // CancelElsewhere asks the machine service to cancel a run this archive
 // does not hold: another user's (an admin may; anyone else is refused,
 // with the owner named) or one of this user's other data directories.
 func (e *Engine) CancelElsewhere(ctx context.Context, ref string) (machine.CancelResult, error) {
-	if e.opts.Machine == nil {
+	m := e.machine()
+	if m == nil {
 		return machine.CancelResult{}, ErrNoMachine
 	}
-	return e.opts.Machine.Cancel(ctx, ref)
+	return m.Cancel(ctx, ref)
 }
 
 // machineTimeout bounds one call of the loop to the machine service: a
@@ -56,7 +71,7 @@ const machineEvery = time.Second
 // the attempts this Niuma follows, and applies the answer: starts what is
 // placed, records why the rest waits, preempts what the machine wants
 // back and cancels what an admin cancelled.
-func (e *Engine) placeShared(ctx context.Context, ready []candidate, queue []shepherd.Request, now time.Time) {
+func (e *Engine) placeShared(ctx context.Context, m machine.Arbiter, ready []candidate, queue []shepherd.Request, now time.Time) {
 	if len(queue) == 0 && now.Sub(e.askedMachine) < machineEvery {
 		return
 	}
@@ -78,7 +93,7 @@ func (e *Engine) placeShared(ctx context.Context, ready []candidate, queue []she
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, machineTimeout)
-	ans, err := e.opts.Machine.Place(cctx, ask)
+	ans, err := m.Place(cctx, ask)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -149,7 +164,7 @@ func (e *Engine) cancelOrdered(ctx context.Context, o machine.CancelOrder) {
 // claimOf is what an attempt about to launch claims at the machine
 // service: nil without one, and for a stage a cluster's scheduler places.
 func (e *Engine) claimOf(lr *liveRun, ls *liveStage) *machine.Claim {
-	if e.opts.Machine == nil || ls.place.held == nil {
+	if e.machine() == nil || ls.place.held == nil {
 		return nil
 	}
 	return &machine.Claim{Home: e.opts.Home, Token: ls.attempt.Token, Run: lr.run.ID, RunName: lr.run.Template,
@@ -179,7 +194,8 @@ func (e *Engine) claim(ctx context.Context, c machine.Claim, job executor.Job) b
 // the loop. Should it not arrive, the service gives the lease up itself
 // once this Niuma stops naming it and no process carries its token.
 func (e *Engine) release(token string) {
-	if e.opts.Machine == nil || token == "" {
+	m := e.machine()
+	if m == nil || token == "" {
 		return
 	}
 	e.wg.Add(1)
@@ -187,7 +203,7 @@ func (e *Engine) release(token string) {
 		defer e.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), machineTimeout)
 		defer cancel()
-		if err := e.opts.Machine.Release(ctx, token); err != nil {
+		if err := m.Release(ctx, token); err != nil {
 			e.log.Debug("release a lease at the machine service", "token", token, "err", err)
 		}
 	}()

@@ -238,3 +238,42 @@ func TestAnAdminsCancelStopsAnotherUsersRun(t *testing.T) {
 	info := waitDone(t, ea, r.ID)
 	require.Equal(t, Cancelled, info.State)
 }
+
+// installed is a machine service that is installed or not as a test says
+// (machine.Present), counting the placements asked of it.
+type installed struct {
+	machine.Arbiter
+	present atomic.Bool
+	places  atomic.Int64
+}
+
+func (i *installed) Present() bool { return i.present.Load() }
+
+func (i *installed) Place(ctx context.Context, ask machine.Ask) (machine.Answer, error) {
+	i.places.Add(1)
+	return i.Arbiter.Place(ctx, ask)
+}
+
+// A service installed or removed while an engine runs is followed at its
+// next pass: with none, the engine places alone; with one, through it.
+func TestTheEngineFollowsTheServiceBeingInstalledAndRemoved(t *testing.T) {
+	m := &installed{Arbiter: asUser{arbiter(t, ""), ana}}
+	_, e := sharedEngine(t, m)
+	require.False(t, e.Shared())
+	_, err := e.MachineStatus(context.Background())
+	require.ErrorIs(t, err, ErrNoMachine)
+	r, err := e.Submit(context.Background(), RunSpec{Template: parse(t, urgentYAML)})
+	require.NoError(t, err)
+	require.Equal(t, Succeeded, waitDone(t, e, r.ID).State)
+	require.Zero(t, m.places.Load(), "no service installed: the engine placed alone")
+
+	m.present.Store(true)
+	require.True(t, e.Shared())
+	r, err = e.Submit(context.Background(), RunSpec{Template: parse(t, urgentYAML)})
+	require.NoError(t, err)
+	require.Equal(t, Succeeded, waitDone(t, e, r.ID).State)
+	require.NotZero(t, m.places.Load(), "installed: the engine placed through the service")
+	st, err := e.MachineStatus(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, st.Leases, "the ended attempt's lease was given up")
+}

@@ -111,10 +111,6 @@ type Claim struct {
 	Stage   string
 	// Placement is what the attempt is about to hold.
 	Placement shepherd.Running
-	// Adopted says the attempt's processes already run (a new owner
-	// adopted them): the service records the lease as the truth on the
-	// ground instead of refusing it.
-	Adopted bool
 }
 
 // CancelResult says whose run an admin's cancel went to.
@@ -134,7 +130,7 @@ var ErrUnreachable = errors.New("the machine service is not answering")
 
 // Unreachable wraps err as ErrUnreachable, naming the socket.
 func Unreachable(socket string, err error) error {
-	return fmt.Errorf("%w (%s): %v", ErrUnreachable, socket, err)
+	return fmt.Errorf("%w (%s): %w", ErrUnreachable, socket, err)
 }
 
 // Status is the whole machine as any user may see it: who holds and waits
@@ -183,14 +179,16 @@ type Team struct {
 	BorrowedFrom map[string]float64 `json:"borrowed_from,omitempty"`
 	Usage        float64            `json:"usage"`      // decayed GPU-hours
 	FairShare    float64            `json:"fair_share"` // Slurm's fair-share factor, 0..1 (1: used least against its share)
-	// Reclaimable are the leases (tokens) that would be preempted first
+	// Reclaimable are the leases (IDs) that would be preempted first
 	// should this team's lenders want their GPUs back.
 	Reclaimable []string `json:"reclaimable,omitempty"`
 }
 
 // Lease is a stage's hold on GPUs, CPUs and memory.
 type Lease struct {
-	Token    string    `json:"token"`
+	// ID names the lease in a status (Team.Reclaimable lists IDs). It is
+	// not its attempt's token, which only the holder knows.
+	ID       string    `json:"id"`
 	User     string    `json:"user"`
 	Team     string    `json:"team"`
 	Run      string    `json:"run"`

@@ -251,7 +251,7 @@ func lendingLines(st machine.Status) []string {
 func reclaimLines(st machine.Status) []string {
 	byToken := map[string]machine.Lease{}
 	for _, l := range st.Leases {
-		byToken[l.Token] = l
+		byToken[l.ID] = l
 	}
 	var out []string
 	for _, t := range st.Teams {

@@ -44,9 +44,9 @@ func twoTeams(now time.Time) machine.Status {
 				LentTo: map[string]float64{"vision": 1}, BorrowedFrom: map[string]float64{}, FairShare: 1},
 		},
 		Leases: []machine.Lease{
-			{Token: "tok-a1", User: "ana", Team: "vision", Run: "20261201-090000-aaaaaa", RunName: "resnet", Stage: "train",
+			{ID: "tok-a1", User: "ana", Team: "vision", Run: "20261201-090000-aaaaaa", RunName: "resnet", Stage: "train",
 				GPUs: []string{g0}, Indices: []int{0}, Since: now.Add(-time.Hour)},
-			{Token: "tok-a2", User: "ana", Team: "vision", Run: "20261201-090100-bbbbbb", RunName: "resnet", Stage: "train",
+			{ID: "tok-a2", User: "ana", Team: "vision", Run: "20261201-090100-bbbbbb", RunName: "resnet", Stage: "train",
 				GPUs: []string{g1}, Indices: []int{1}, Since: now.Add(-30 * time.Minute), Borrowed: true,
 				Reclaim: "team nlp wants its share back for bo's run 20261201-100000-cccccc (bert): this run borrowed it"},
 		},

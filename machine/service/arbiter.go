@@ -41,8 +41,6 @@ type lease struct {
 	Seen time.Time
 	// Reclaim is why the machine wants it back ("" while it does not).
 	Reclaim string
-	// grace is the stop's grace that goes with Reclaim.
-	grace time.Duration
 }
 
 func (l *lease) holder() holder { return holder{l.UID, l.Home} }
@@ -68,7 +66,14 @@ type cancelOrder struct {
 	UID int
 	By  string
 	At  time.Time
+	// told: the owner's Niuma has been given the order (not stored: after
+	// a restart it is given again).
+	told bool
 }
+
+// cancelKeep is how long an admin's cancel waits for its owner's Niuma to
+// come back and hear it.
+const cancelKeep = 7 * 24 * time.Hour
 
 // Options configure an Arbiter.
 type Options struct {
@@ -105,7 +110,21 @@ type Arbiter struct {
 	charged time.Time // usage is charged up to here
 	saved   time.Time // usage was last stored
 	cancels map[string]cancelOrder
+	// lapsed are leases given up because their holder went quiet, kept a
+	// while (lapseKeep) so that the attempt, should its holder come back
+	// and launch it, may claim its lease again (in memory only: after a
+	// restart such an attempt queues again).
+	lapsed map[string]lapse
 }
+
+// lapse is a lease given up while its holder was quiet.
+type lapse struct {
+	l  *lease
+	at time.Time
+}
+
+// lapseKeep is how long a lapsed lease may be claimed again.
+const lapseKeep = 10 * time.Minute
 
 // NewArbiter loads the stored state. Every lease counts as seen now: its
 // holder has Quiet to say it still holds it.
@@ -138,7 +157,7 @@ func NewArbiter(ctx context.Context, o Options) (*Arbiter, error) {
 	}
 	now := o.Now()
 	a := &Arbiter{opts: o, policy: policy, since: now, leases: map[string]*lease{}, queue: map[holder][]*entry{},
-		cancels: st.cancels, charged: now, saved: now}
+		cancels: st.cancels, lapsed: map[string]lapse{}, charged: now, saved: now}
 	a.usage = shepherd.Usage{HalfLife: time.Duration(o.Config.HalfLife)}
 	if len(st.usage) > 0 {
 		at := st.usageAt
@@ -191,8 +210,10 @@ func (a *Arbiter) unassign(l *lease) {
 
 // Limits on what one ask may carry.
 const (
-	maxQueue = 100000
-	maxGPUs  = 1024
+	maxQueue   = 100000
+	maxRunning = 4096 // more stages than a workstation runs at once
+	maxGPUs    = 1024
+	maxHomes   = 64 // data directories one user places from at once
 )
 
 func checkAsk(ask *machine.Ask) error {
@@ -213,6 +234,9 @@ func checkAsk(ask *machine.Ask) error {
 			return fmt.Errorf("queued stage %s asks for %d GPUs", e.Request.ID, e.Request.GPUs)
 		}
 		seen[e.Token] = true
+	}
+	if len(ask.Running) > maxRunning {
+		return fmt.Errorf("an ask naming %d running stages is more than %d", len(ask.Running), maxRunning)
 	}
 	for _, h := range ask.Running {
 		if h.Token == "" {
@@ -236,6 +260,10 @@ func (a *Arbiter) Place(ctx context.Context, p Peer, ask machine.Ask) (machine.A
 	defer a.mu.Unlock()
 	now := a.opts.Now()
 	h := holder{p.UID, ask.Home}
+	if _, known := a.queue[h]; !known && a.homes(p.UID) >= maxHomes {
+		return machine.Answer{}, &machine.Refused{Reason: fmt.Sprintf(
+			"%s places from %d data directories at once already: stop the Niuma of some (each waits %s after its last ask)", p.User, maxHomes, a.opts.Quiet)}
+	}
 	team := a.opts.Config.teamOf(p.User, p.Groups)
 	ch := &change{}
 
@@ -255,8 +283,9 @@ func (a *Arbiter) Place(ctx context.Context, p Peer, ask machine.Ask) (machine.A
 		running[held.Token] = true
 		l := a.leases[held.Token]
 		switch {
-		case l == nil && !live[held.Token]:
-			// Not launched yet, or gone: nothing holds the GPUs.
+		case l == nil && !live[held.Token][p.UID]:
+			// Not launched yet, or gone, or only another user's process
+			// carries the token: nothing of this user's holds the GPUs.
 		case l == nil:
 			nl := &lease{Token: held.Token, UID: p.UID, User: p.User, Home: ask.Home, Team: team, Run: held.Run,
 				RunName: held.RunName, Stage: held.Stage, Placement: held.Placement, Since: now, Seen: now}
@@ -279,11 +308,18 @@ func (a *Arbiter) Place(ctx context.Context, p Peer, ask machine.Ask) (machine.A
 		queued[q.Token] = true
 		e := &entry{Token: q.Token, UID: p.UID, User: p.User, Home: ask.Home, Team: team, Run: q.Run, RunName: q.RunName,
 			Stage: q.Stage, Request: q.Request, Since: now, Seen: now}
-		e.Request.Team = team
 		if o := old[q.Token]; o != nil {
 			e.Since, e.decision = o.Since, o.decision
 		} else {
 			changed = true
+		}
+		// What orders the machine's queue is the service's, not the
+		// asker's to say: the team is the settings', the tier the sharing
+		// pass's, and a stage is no older than when the service first
+		// heard of it. Priority stays the user's, within their team.
+		e.Request.Team, e.Request.Tier = team, 0
+		if e.Request.Submit.Before(e.Since) {
+			e.Request.Submit = e.Since
 		}
 		entries = append(entries, e)
 	}
@@ -301,7 +337,7 @@ func (a *Arbiter) Place(ctx context.Context, p Peer, ask machine.Ask) (machine.A
 	if len(gone) > 0 {
 		alive := a.opts.Procs.Alive(gone)
 		for _, t := range gone {
-			if !alive[t] {
+			if !alive[t][p.UID] {
 				ch.dropLeases = append(ch.dropLeases, t)
 			}
 		}
@@ -400,7 +436,7 @@ func (a *Arbiter) Place(ctx context.Context, p Peer, ask machine.Ask) (machine.A
 	}
 	for t, why := range reclaims {
 		if l := a.leases[t]; l != nil {
-			l.Reclaim, l.grace = why, time.Duration(a.opts.Config.Grace)
+			l.Reclaim = why
 		}
 	}
 	for t := range running {
@@ -430,16 +466,29 @@ func (a *Arbiter) Place(ctx context.Context, p Peer, ask machine.Ask) (machine.A
 	}
 	for _, l := range a.leases {
 		if l.holder() == h && l.Reclaim != "" {
-			ans.Reclaim = append(ans.Reclaim, machine.Reclaim{Token: l.Token, Why: l.Reclaim, Grace: l.grace})
+			ans.Reclaim = append(ans.Reclaim, machine.Reclaim{Token: l.Token, Why: l.Reclaim, Grace: time.Duration(a.opts.Config.Grace)})
 		}
 	}
 	slices.SortFunc(ans.Reclaim, func(x, y machine.Reclaim) int { return strings.Compare(x.Token, y.Token) })
 	for run, o := range a.cancels {
 		if o.UID == p.UID && a.holds(h, run) {
 			ans.Cancel = append(ans.Cancel, machine.CancelOrder{Run: run, By: o.By})
+			o.told = true
+			a.cancels[run] = o
 		}
 	}
 	return ans, nil
+}
+
+// homes is how many data directories uid places from now.
+func (a *Arbiter) homes(uid int) int {
+	n := 0
+	for h := range a.queue {
+		if h.uid == uid {
+			n++
+		}
+	}
+	return n
 }
 
 func leaseByToken(ls []*lease, t string) *lease {
@@ -584,9 +633,11 @@ func (a *Arbiter) inventory(ctx context.Context, leases []*lease) (shepherd.Inve
 }
 
 // Claim confirms that an attempt about to launch holds its lease. A lease
-// given up meanwhile (its holder was quiet past Quiet) is taken again when
-// no other lease stands on its GPUs beyond what sharing allows; an
-// adopted attempt's is recorded as it stands.
+// given up meanwhile because its holder was quiet past Quiet is taken
+// again, on the GPUs it had, when no other lease stands on them beyond
+// what sharing allows. Any other claim of a token the service placed
+// nothing under is refused: GPUs are had through the queue, where shares,
+// limits and order hold, never by claiming them.
 func (a *Arbiter) Claim(ctx context.Context, p Peer, c machine.Claim) error {
 	if c.Token == "" || c.Home == "" {
 		return errors.New("a claim names no token or no data directory")
@@ -598,23 +649,37 @@ func (a *Arbiter) Claim(ctx context.Context, p Peer, c machine.Claim) error {
 		if l.UID != p.UID {
 			return &machine.Refused{Reason: fmt.Sprintf("the lease %s is %s's", c.Token, l.User)}
 		}
+		if l.Reclaim != "" && !a.opts.Procs.Alive([]string{c.Token})[c.Token][p.UID] {
+			// Wanted back before it launched: it launches nothing, and its
+			// stage queues again.
+			if err := a.opts.Store.apply(ctx, &change{dropLeases: []string{c.Token}}); err != nil {
+				return fmt.Errorf("store the reclaim: %w", err)
+			}
+			a.unassign(l)
+			delete(a.leases, c.Token)
+			return &machine.Refused{Reason: l.Reclaim}
+		}
 		l.Seen = now
 		return nil
 	}
-	if !c.Adopted || !a.opts.Procs.Alive([]string{c.Token})[c.Token] {
-		if why := a.conflict(c.Placement, a.opts.Config.teamOf(p.User, p.Groups)); why != "" {
-			return &machine.Refused{Reason: why}
-		}
+	lp, ok := a.lapsed[c.Token]
+	if !ok || lp.l.UID != p.UID || lp.l.Home != c.Home || !slices.Equal(lp.l.Placement.GPUs, c.Placement.GPUs) {
+		return &machine.Refused{Reason: fmt.Sprintf(
+			"the machine service placed nothing under %s (%s/%s): the stage queues for its GPUs again", c.Token, c.Run, c.Stage)}
 	}
-	team := a.opts.Config.teamOf(p.User, p.Groups)
-	l := &lease{Token: c.Token, UID: p.UID, User: p.User, Home: c.Home, Team: team, Run: c.Run, RunName: c.RunName,
-		Stage: c.Stage, Placement: c.Placement, Since: now, Seen: now}
-	l.Placement.Team = team
-	if err := a.opts.Store.apply(ctx, &change{putLeases: []*lease{l}}); err != nil {
+	if why := a.conflict(lp.l.Placement, lp.l.Team); why != "" {
+		return &machine.Refused{Reason: why}
+	}
+	l := *lp.l
+	l.Team = a.opts.Config.teamOf(p.User, p.Groups)
+	l.Placement.Team = l.Team
+	l.Since, l.Seen, l.Reclaim = now, now, ""
+	if err := a.opts.Store.apply(ctx, &change{putLeases: []*lease{&l}}); err != nil {
 		return fmt.Errorf("store the lease: %w", err)
 	}
-	a.leases[c.Token] = l
-	a.assign(l)
+	delete(a.lapsed, c.Token)
+	a.leases[c.Token] = &l
+	a.assign(&l)
 	// Whatever queue entry the token had is placed now.
 	h := holder{p.UID, c.Home}
 	for _, e := range a.queue[h] {
@@ -739,7 +804,7 @@ func (a *Arbiter) Sweep(ctx context.Context) error {
 	if len(quiet) > 0 {
 		alive := a.opts.Procs.Alive(quiet)
 		for _, t := range quiet {
-			if !alive[t] {
+			if !alive[t][a.leases[t].UID] {
 				ch.dropLeases = append(ch.dropLeases, t)
 			}
 		}
@@ -751,8 +816,11 @@ func (a *Arbiter) Sweep(ctx context.Context) error {
 			}
 		}
 	}
+	// An order goes once its owner's Niuma heard it and the run holds and
+	// asks for nothing; one never heard (its owner's Niuma is away) waits
+	// for it to come back, up to cancelKeep.
 	for run, o := range a.cancels {
-		if now.Sub(o.At) > time.Minute && !a.anyHolds(run) {
+		if (o.told && !a.anyHolds(run)) || now.Sub(o.At) > cancelKeep {
 			ch.dropCanc = append(ch.dropCanc, run)
 		}
 	}
@@ -774,6 +842,12 @@ func (a *Arbiter) Sweep(ctx context.Context) error {
 		a.opts.Logger.Info("reclaimed a lease whose holder and processes are gone", "user", l.User, "run", l.Run, "stage", l.Stage, "gpus", l.Placement.GPUs)
 		a.unassign(l)
 		delete(a.leases, t)
+		a.lapsed[t] = lapse{l: l, at: now}
+	}
+	for t, lp := range a.lapsed {
+		if now.Sub(lp.at) > lapseKeep {
+			delete(a.lapsed, t)
+		}
 	}
 	drop := map[string]bool{}
 	for _, t := range ch.dropQueue {

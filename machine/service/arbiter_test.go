@@ -16,19 +16,20 @@ import (
 	"niuma/shepherd"
 )
 
-// procs is a Procs whose live tokens a test sets.
+// procs is a Procs whose live tokens a test sets: the user whose process
+// carries each.
 type procs struct {
 	mu    sync.Mutex
-	alive map[string]bool
+	alive map[string]int
 }
 
-func (p *procs) Alive(tokens []string) map[string]bool {
+func (p *procs) Alive(tokens []string) map[string]Carriers {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]bool{}
+	out := map[string]Carriers{}
 	for _, t := range tokens {
-		if p.alive[t] {
-			out[t] = true
+		if uid, ok := p.alive[t]; ok {
+			out[t] = Carriers{uid: true}
 		}
 	}
 	return out
@@ -36,13 +37,20 @@ func (p *procs) Alive(tokens []string) map[string]bool {
 
 func (p *procs) UID(int) (int, bool) { return 0, false }
 
-func (p *procs) set(token string, alive bool) {
+// set says a process of who carries token; gone says none does.
+func (p *procs) set(token string, who Peer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.alive == nil {
-		p.alive = map[string]bool{}
+		p.alive = map[string]int{}
 	}
-	p.alive[token] = alive
+	p.alive[token] = who.UID
+}
+
+func (p *procs) gone(token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.alive, token)
 }
 
 // names is a user database for tests.
@@ -176,7 +184,7 @@ func TestAQuietHoldersLeaseGoesOnlyWithItsProcesses(t *testing.T) {
 	w := newWorld(t, "")
 	a := w.place(ana, "/h/a", []machine.Entry{ask1("ta1", "a1", 2)})
 	require.True(t, a.Decisions[0].Placed())
-	w.procs.set("ta1", true)
+	w.procs.set("ta1", ana)
 
 	// ana's engine is killed; her stage's processes go on.
 	w.clock.add(time.Minute)
@@ -185,7 +193,7 @@ func TestAQuietHoldersLeaseGoesOnlyWithItsProcesses(t *testing.T) {
 	assert.False(t, b.Decisions[0].Placed(), "a lease is kept while a process carries its token")
 
 	// The processes end: the lease is given up at the next sweep.
-	w.procs.set("ta1", false)
+	w.procs.gone("ta1")
 	require.NoError(t, w.a.Sweep(context.Background()))
 	b = w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 1)})
 	assert.True(t, b.Decisions[0].Placed())
@@ -216,7 +224,14 @@ func TestAnAdoptedAttemptIsRecordedAsItStands(t *testing.T) {
 	require.NoError(t, w.a.Release(context.Background(), bo, "tb0"))
 	w.place(bo, "/h/b", nil)
 
-	w.procs.set("ta9", true)
+	// bo's process carrying ana's token does not make it ana's.
+	w.procs.set("ta9", bo)
+	w.place(ana, "/h/a", nil, held("ta9", "a9", d))
+	st, err := w.a.Status(context.Background(), ana)
+	require.NoError(t, err)
+	require.Empty(t, st.Leases, "another user's process carrying the token holds nothing for ana")
+
+	w.procs.set("ta9", ana)
 	w.place(ana, "/h/a", nil, held("ta9", "a9", d))
 	b = w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 2)})
 	assert.False(t, b.Decisions[0].Placed(), "bo cannot have both GPUs: ana's adopted attempt holds one")
@@ -239,14 +254,107 @@ func TestClaim(t *testing.T) {
 	require.ErrorAs(t, w.a.Claim(ctx, bo, machine.Claim{Home: "/h/b", Token: "ta1", Placement: h.Placement}), &refused)
 	err := w.a.Claim(ctx, bo, machine.Claim{Home: "/h/b", Token: "tb1", Run: "b1", Stage: "train", Placement: h.Placement})
 	require.ErrorAs(t, err, &refused)
-	assert.Contains(t, refused.Reason, "held by ana's run a1")
+	assert.Contains(t, refused.Reason, "placed nothing under tb1")
 
-	// A lease given up while its holder was away is taken again when the
-	// GPU is still free.
-	require.NoError(t, w.a.Release(ctx, ana, "ta1"))
+	// A lease given up while its holder was away (quiet, no process) is
+	// taken again when the GPU is still free.
+	w.clock.add(time.Minute)
+	require.NoError(t, w.a.Sweep(ctx))
+	st, err := w.a.Status(ctx, ana)
+	require.NoError(t, err)
+	require.Empty(t, st.Leases, "the quiet holder's lease was given up")
 	require.NoError(t, w.a.Claim(ctx, ana, claim))
 	b := w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 2)})
 	assert.False(t, b.Decisions[0].Placed())
+
+	// A lease its holder released is not claimed again, nor is a token the
+	// service placed nothing under: GPUs are had through the queue.
+	require.NoError(t, w.a.Release(ctx, ana, "ta1"))
+	err = w.a.Claim(ctx, ana, claim)
+	require.ErrorAs(t, err, &refused)
+	assert.Contains(t, refused.Reason, "placed nothing under ta1")
+	free := held("tx", "x1", shepherd.Decision{GPUs: []shepherd.GPU{{Index: 0, UUID: h.Placement.GPUs[0]}}})
+	err = w.a.Claim(ctx, bo, machine.Claim{Home: "/h/b", Token: "tx", Run: "x1", Stage: "train", Placement: free.Placement})
+	require.ErrorAs(t, err, &refused, "a claim of free GPUs with no lease is refused")
+}
+
+// What orders the machine's queue is the service's to say: a stage that
+// claims an old submission time or a high tier does not jump the queue.
+func TestAnAskCannotJumpTheQueue(t *testing.T) {
+	w := newWorld(t, "")
+	a := w.place(ana, "/h/a", []machine.Entry{ask1("ta1", "a1", 2)})
+	require.True(t, a.Decisions[0].Placed())
+	w.clock.add(time.Minute)
+	b := w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 2)})
+	require.False(t, b.Decisions[0].Placed())
+	w.clock.add(time.Minute)
+	cheat := ask1("ta2", "a2", 2)
+	cheat.Request.Submit = w.clock.t.Add(-24 * time.Hour)
+	cheat.Request.Tier = 9
+	w.place(ana, "/h/a", []machine.Entry{cheat}, held("ta1", "a1", a.Decisions[0]))
+	// ana's first stage ends: bo, who asked first, gets the GPUs.
+	require.NoError(t, w.a.Release(context.Background(), ana, "ta1"))
+	ans := w.place(ana, "/h/a", []machine.Entry{cheat})
+	assert.False(t, ans.Decisions[0].Placed(), "ana's stage waits behind bo's, whatever it says of itself")
+	b = w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 2)})
+	assert.True(t, b.Decisions[0].Placed())
+}
+
+// A lease the machine wants back before its attempt launched launches
+// nothing: the claim is refused with the reason and the stage queues.
+func TestALeaseReclaimedBeforeItsLaunchIsNotClaimed(t *testing.T) {
+	w := newWorld(t, twoTeams)
+	ctx := context.Background()
+	a := w.place(ana, "/h/a", []machine.Entry{ask1("ta1", "a1", 2)})
+	require.True(t, a.Decisions[0].Placed(), "ana borrows nlp's idle GPU")
+	b := w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 1)})
+	require.False(t, b.Decisions[0].Placed())
+	h := held("ta1", "a1", a.Decisions[0])
+	ans := w.place(ana, "/h/a", nil, h)
+	require.Len(t, ans.Reclaim, 1)
+	assert.Equal(t, 20*time.Second, ans.Reclaim[0].Grace, "the settings' grace goes with every reclaim")
+	var refused *machine.Refused
+	err := w.a.Claim(ctx, ana, machine.Claim{Home: "/h/a", Token: "ta1", Run: "a1", Stage: "train", Placement: h.Placement})
+	require.ErrorAs(t, err, &refused)
+	assert.Contains(t, refused.Reason, "team nlp wants its share back")
+	b = w.place(bo, "/h/b", []machine.Entry{ask1("tb1", "b1", 1)})
+	assert.True(t, b.Decisions[0].Placed())
+}
+
+// An admin's cancel waits for its owner's Niuma, however long it is away.
+func TestAnAdminsCancelWaitsForTheOwnersNiuma(t *testing.T) {
+	w := newWorld(t, "admins: [root]")
+	ctx := context.Background()
+	root := Peer{UID: 0, User: "root"}
+	w.place(ana, "/h/a", []machine.Entry{ask1("ta1", "a1", 4)}) // waits: 4 GPUs asked of 2
+	res, err := w.a.Cancel(ctx, root, "a1")
+	require.NoError(t, err)
+	assert.Equal(t, "ana", res.Owner)
+	// ana's Niuma is away for an hour: its queue goes, the order stays.
+	for i := 0; i < 60; i++ {
+		w.clock.add(time.Minute)
+		require.NoError(t, w.a.Sweep(ctx))
+	}
+	ans := w.place(ana, "/h/a", []machine.Entry{ask1("ta1", "a1", 4)})
+	require.Len(t, ans.Cancel, 1)
+	assert.Equal(t, "a1", ans.Cancel[0].Run)
+	// Heard, and the run asks for nothing more: the order goes.
+	w.place(ana, "/h/a", nil)
+	require.NoError(t, w.a.Sweep(ctx))
+	assert.Empty(t, w.a.cancels)
+}
+
+// One user cannot fill the service with data directories.
+func TestAUserPlacesFromBoundedDataDirectories(t *testing.T) {
+	w := newWorld(t, "")
+	for i := 0; i < maxHomes; i++ {
+		w.place(ana, fmt.Sprintf("/h/a%d", i), nil)
+	}
+	_, err := w.a.Place(context.Background(), ana, machine.Ask{Home: "/h/one-more"})
+	var refused *machine.Refused
+	require.ErrorAs(t, err, &refused)
+	assert.Contains(t, refused.Reason, "data directories")
+	w.place(bo, "/h/b", nil) // another user is not held back
 }
 
 const twoTeams = `
@@ -281,7 +389,7 @@ func TestABorrowedGPUIsReclaimedForItsOwner(t *testing.T) {
 	assert.Equal(t, shepherd.WaitReclaiming, b.Decisions[0].Reason.Code, b.Decisions[0].Wait)
 	ans := w.place(ana, "/h/a", nil, running...)
 	require.Len(t, ans.Reclaim, 1)
-	assert.Equal(t, st.Teams[0].Reclaimable[0], ans.Reclaim[0].Token)
+	assert.Equal(t, st.Teams[0].Reclaimable[0], leaseID(ans.Reclaim[0].Token))
 	assert.Contains(t, ans.Reclaim[0].Why, "team nlp wants its share back")
 	assert.Equal(t, 20*time.Second, ans.Reclaim[0].Grace)
 

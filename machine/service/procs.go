@@ -16,8 +16,10 @@ import (
 // Procs is what the service learns of the machine's processes.
 type Procs interface {
 	// Alive is the subset of tokens that some live process still carries
-	// (an attempt's processes, even those its owner lost).
-	Alive(tokens []string) map[string]bool
+	// (an attempt's processes, even those its owner lost), each with the
+	// users its processes run as: a token counts as a lease's only in a
+	// process of the lease's user.
+	Alive(tokens []string) map[string]Carriers
 	// UID is the user a process runs as; false when it cannot be told.
 	UID(pid int) (int, bool)
 }
@@ -38,11 +40,16 @@ func (p ProcFS) root() string {
 	return p.Root
 }
 
+// Carriers are the users whose processes carry a token.
+type Carriers map[int]bool
+
 // Alive implements Procs: a token is alive while a process's environment
 // carries it (executor.TokenEnv) or its attempt's cgroup holds a process
-// (a process that cleared its environment stays in its group).
-func (p ProcFS) Alive(tokens []string) map[string]bool {
-	out := map[string]bool{}
+// (a process that cleared its environment stays in its group). However
+// many tokens are asked about, each hierarchy's niuma folder is listed
+// once and /proc is read once: the service answers under its lock.
+func (p ProcFS) Alive(tokens []string) map[string]Carriers {
+	out := map[string]Carriers{}
 	if len(tokens) == 0 {
 		return out
 	}
@@ -50,13 +57,35 @@ func (p ProcFS) Alive(tokens []string) map[string]bool {
 	for _, t := range tokens {
 		want[t] = true
 	}
-	for _, t := range tokens {
-		if p.inCgroup(t) {
-			out[t] = true
+	add := func(token string, pid int) {
+		uid, ok := p.UID(pid)
+		if !ok {
+			return
 		}
+		if out[token] == nil {
+			out[token] = Carriers{}
+		}
+		out[token][uid] = true
 	}
-	if len(out) == len(want) {
-		return out
+	for _, m := range p.mounts() {
+		groups, err := os.ReadDir(filepath.Join(m, "niuma"))
+		if err != nil {
+			continue
+		}
+		for _, g := range groups {
+			if !g.IsDir() || !want[g.Name()] {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(m, "niuma", g.Name(), "cgroup.procs"))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					add(g.Name(), pid)
+				}
+			}
+		}
 	}
 	ents, err := os.ReadDir(p.root())
 	if err != nil {
@@ -64,7 +93,8 @@ func (p ProcFS) Alive(tokens []string) map[string]bool {
 	}
 	prefix := []byte(executor.TokenEnv + "=")
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(p.root(), e.Name(), "environ"))
@@ -73,35 +103,28 @@ func (p ProcFS) Alive(tokens []string) map[string]bool {
 		}
 		for _, kv := range bytes.Split(b, []byte{0}) {
 			if v, ok := bytes.CutPrefix(kv, prefix); ok && want[string(v)] {
-				out[string(v)] = true
+				add(string(v), pid)
 			}
 		}
 	}
 	return out
 }
 
-// inCgroup says whether the attempt's cgroup (niuma/<token> at the top of
-// a hierarchy, where the local executor puts it as root) holds a process.
-func (p ProcFS) inCgroup(token string) bool {
-	if strings.ContainsAny(token, "/.") || token == "" {
-		return false
+// mounts are the cgroup hierarchies whose niuma/<token> groups hold
+// attempts (where the local executor puts them as root).
+func (p ProcFS) mounts() []string {
+	if p.Cgroups != nil {
+		return p.Cgroups
 	}
-	mounts := p.Cgroups
-	if mounts == nil {
-		mounts = []string{"/sys/fs/cgroup"}
-		if ents, err := os.ReadDir("/sys/fs/cgroup"); err == nil {
-			for _, e := range ents {
+	mounts := []string{"/sys/fs/cgroup"}
+	if ents, err := os.ReadDir("/sys/fs/cgroup"); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
 				mounts = append(mounts, filepath.Join("/sys/fs/cgroup", e.Name()))
 			}
 		}
 	}
-	for _, m := range mounts {
-		b, err := os.ReadFile(filepath.Join(m, "niuma", token, "cgroup.procs"))
-		if err == nil && len(bytes.TrimSpace(b)) > 0 {
-			return true
-		}
-	}
-	return false
+	return mounts
 }
 
 // UID implements Procs from /proc/PID/status's real user ID.

@@ -26,7 +26,19 @@ type Server struct {
 	// SweepEvery is how often quiet holders' leftovers are given up.
 	// Default 2s.
 	SweepEvery time.Duration
+
+	mu    sync.Mutex
+	conns map[int]int // open connections by user
 }
+
+// Bounds on what one user's connections may hold of the service: a user
+// who opens connections and never speaks, or never reads the answers,
+// costs at most these.
+const (
+	maxConnsPerUser = 32
+	idleConn        = 10 * time.Minute // an engine asks every second
+	writeAnswer     = 10 * time.Second
+)
 
 // Listen makes the socket at path, readable and writable by every user
 // (who may do what is the Arbiter's to say, by their credentials). A
@@ -144,9 +156,17 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		s.Logger.Warn("a connection without credentials; closed", "err", err)
 		return
 	}
+	if !s.open(p.UID) {
+		_ = c.SetWriteDeadline(time.Now().Add(writeAnswer))
+		_ = machine.WriteMessage(c, machine.Response{Error: fmt.Sprintf(
+			"%s has %d connections to the machine service open already: close some (one per Niuma is enough)", p.User, maxConnsPerUser)})
+		return
+	}
+	defer s.close(p.UID)
 	rd := bufio.NewReaderSize(c, 64<<10)
 	for {
 		var req machine.Request
+		_ = c.SetReadDeadline(time.Now().Add(idleConn))
 		if err := machine.ReadMessage(rd, &req); err != nil {
 			if errors.Is(err, machine.ErrTooLong) {
 				_ = machine.WriteMessage(c, machine.Response{Error: "message longer than the service reads (32 MiB)"})
@@ -154,9 +174,32 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 			return
 		}
 		resp := s.handle(ctx, p, req)
+		_ = c.SetWriteDeadline(time.Now().Add(writeAnswer))
 		if err := machine.WriteMessage(c, resp); err != nil {
 			return
 		}
+	}
+}
+
+// open counts a connection of uid's, refusing it past maxConnsPerUser.
+func (s *Server) open(uid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns == nil {
+		s.conns = map[int]int{}
+	}
+	if s.conns[uid] >= maxConnsPerUser {
+		return false
+	}
+	s.conns[uid]++
+	return true
+}
+
+func (s *Server) close(uid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns[uid]--; s.conns[uid] <= 0 {
+		delete(s.conns, uid)
 	}
 }
 

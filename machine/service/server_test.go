@@ -118,6 +118,7 @@ func TestProcFSFindsATokenInAnEnvironment(t *testing.T) {
 		11: "PATH=/bin\x00NIUMA_ATTEMPT_TOKEN=abc\x00",
 		12: "NIUMA_ATTEMPT_TOKEN=abcd\x00",
 		13: "",
+		77: "",
 	} {
 		dir := filepath.Join(root, strconv.Itoa(pid))
 		require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -129,7 +130,7 @@ func TestProcFSFindsATokenInAnEnvironment(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(cg, "niuma", "cgtok", "cgroup.procs"), []byte("77\n"), 0o644))
 	p := ProcFS{Root: root, Cgroups: []string{cg}}
 	got := p.Alive([]string{"abc", "ab", "gone", "cgtok"})
-	assert.Equal(t, map[string]bool{"abc": true, "cgtok": true}, got)
+	assert.Equal(t, map[string]Carriers{"abc": {1001: true}, "cgtok": {1001: true}}, got)
 	uid, ok := p.UID(11)
 	assert.True(t, ok)
 	assert.Equal(t, 1001, uid)

@@ -3,6 +3,8 @@ package service
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 
@@ -48,7 +50,7 @@ func (a *Arbiter) Status(ctx context.Context, p Peer) (machine.Status, error) {
 		borrowed[b.ID] = b.Borrowed
 	}
 	for _, l := range leases {
-		ml := machine.Lease{Token: l.Token, User: l.User, Team: l.Team, Run: l.Run, RunName: l.RunName, Stage: l.Stage,
+		ml := machine.Lease{ID: leaseID(l.Token), User: l.User, Team: l.Team, Run: l.Run, RunName: l.RunName, Stage: l.Stage,
 			GPUs: l.Placement.GPUs, CPUMilli: l.Placement.CPUMilli, MemMiB: l.Placement.MemMiB, Since: l.Since,
 			Borrowed: borrowed[l.Token], Reclaim: l.Reclaim, Live: now.Sub(l.Seen) <= a.opts.Quiet}
 		for _, u := range l.Placement.GPUs {
@@ -75,6 +77,13 @@ func (a *Arbiter) Status(ctx context.Context, p Peer) (machine.Status, error) {
 	}
 	st.Processes, st.Simulated = a.processes(ctx, leases)
 	return st, nil
+}
+
+// leaseID is a lease's name in a status: a digest of its token, which
+// stays with its holder (a process carrying it keeps the lease).
+func leaseID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:6])
 }
 
 // teamStatus is each team's part of the machine: its share and limits,
@@ -118,7 +127,7 @@ func (a *Arbiter) teamStatus(teams *shepherd.Teams, leases []*lease, borrowed ma
 	// The last started first: the order a reclaim stops them in.
 	for i := len(leases) - 1; i >= 0; i-- {
 		if l := leases[i]; borrowed[l.Token] {
-			byName[l.Team].Reclaimable = append(byName[l.Team].Reclaimable, l.Token)
+			byName[l.Team].Reclaimable = append(byName[l.Team].Reclaimable, leaseID(l.Token))
 		}
 	}
 	usage := a.usage.At(a.charged)

@@ -6,7 +6,7 @@
 # Usage: scripts/machine-soak.sh [--kills K] [--runs N] [--keep] [--niuma BIN]
 #
 # Needs root (it creates the users niuma-soak-a and niuma-soak-b with useradd
-# when they do not exist, and runs each user's Niuma with runuser) and the
+# when they do not exist, and runs each user's Niuma as that user with setpriv) and the
 # sqlite3 and python3 commands. The machine has two simulated A100s
 # (NIUMA_SIMULATE_GPUS=2xA100-80GB); team vision (niuma-soak-a) and team
 # nlp (niuma-soak-b) own one GPU each and may borrow the other's.

@@ -11,9 +11,13 @@
 // the asker's placed stages get leases, stored in the service's own SQLite
 // file (Store) before the answer is sent. A lease its holder no longer
 // names, or whose holder has gone quiet, is given up once no process
-// carries its token (Procs: the attempts' environments and cgroups); a
-// borrowed lease the owner team wants back is marked for reclaim, and its
-// holder's engine preempts the attempt.
+// carries its token (Procs: the attempts' environments and cgroups, a
+// process counting only where it runs as the lease's user); a borrowed
+// lease the owner team wants back is marked for reclaim, and its
+// holder's engine preempts the attempt. GPUs are had only through the
+// queue: a claim takes no lease the service did not give (but for one
+// given up while its holder was quiet), and the queue's order (team,
+// tier, when a stage first asked) is the service's, not the asker's.
 //
 // The service never runs anything and never sees a run's parameters, logs
 // or metrics: only who holds and waits for what. It imports machine (the

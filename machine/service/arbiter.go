@@ -652,11 +652,9 @@ func (a *Arbiter) Claim(ctx context.Context, p Peer, c machine.Claim) error {
 		if l.Reclaim != "" && !a.opts.Procs.Alive([]string{c.Token})[c.Token][p.UID] {
 			// Wanted back before it launched: it launches nothing, and its
 			// stage queues again.
-			if err := a.opts.Store.apply(ctx, &change{dropLeases: []string{c.Token}}); err != nil {
+			if err := a.drop(ctx, l); err != nil {
 				return fmt.Errorf("store the reclaim: %w", err)
 			}
-			a.unassign(l)
-			delete(a.leases, c.Token)
 			return &machine.Refused{Reason: l.Reclaim}
 		}
 		l.Seen = now
@@ -667,12 +665,13 @@ func (a *Arbiter) Claim(ctx context.Context, p Peer, c machine.Claim) error {
 		return &machine.Refused{Reason: fmt.Sprintf(
 			"the machine service placed nothing under %s (%s/%s): the stage queues for its GPUs again", c.Token, c.Run, c.Stage)}
 	}
-	if why := a.conflict(lp.l.Placement, lp.l.Team); why != "" {
-		return &machine.Refused{Reason: why}
-	}
+	// The team is the settings' now: they may have changed since.
 	l := *lp.l
 	l.Team = a.opts.Config.teamOf(p.User, p.Groups)
 	l.Placement.Team = l.Team
+	if why := a.conflict(l.Placement, l.Team); why != "" {
+		return &machine.Refused{Reason: why}
+	}
 	l.Since, l.Seen, l.Reclaim = now, now, ""
 	if err := a.opts.Store.apply(ctx, &change{putLeases: []*lease{&l}}); err != nil {
 		return fmt.Errorf("store the lease: %w", err)
@@ -723,12 +722,21 @@ func (a *Arbiter) Release(ctx context.Context, p Peer, token string) error {
 	if l.UID != p.UID {
 		return &machine.Refused{Reason: fmt.Sprintf("the lease %s is %s's", token, l.User)}
 	}
-	a.charge(a.opts.Now())
-	if err := a.opts.Store.apply(ctx, &change{dropLeases: []string{token}}); err != nil {
+	if err := a.drop(ctx, l); err != nil {
 		return fmt.Errorf("store the release: %w", err)
 	}
+	return nil
+}
+
+// drop gives up one lease: its team is charged the GPU time it held up to
+// now, then it is stored as gone, then forgotten.
+func (a *Arbiter) drop(ctx context.Context, l *lease) error {
+	a.charge(a.opts.Now())
+	if err := a.opts.Store.apply(ctx, &change{dropLeases: []string{l.Token}}); err != nil {
+		return err
+	}
 	a.unassign(l)
-	delete(a.leases, token)
+	delete(a.leases, l.Token)
 	return nil
 }
 
